@@ -1,0 +1,613 @@
+"""The dump operation: what ``kafkatool dump`` (and kafka-dump-log) reports for each file.
+
+:func:`iter_dump` walks the given paths and yields model items (batches with their
+records, index entries, snapshot entries, notes, errors and the end-of-run summaries);
+``kafkatool.render`` turns them into Kafka's text, JSON Lines or Rich tables. Nothing
+here prints. Where Kafka's tool would crash or create files (spec §15, §17.G), an
+:class:`FileError` item names the file and byte position and the run goes on with the
+next file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, NamedTuple
+
+from kafkatool.errors import KafkaToolError
+from kafkatool.record.batch import Batch, Record
+from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
+from kafkatool.record.control import (
+    ControlType,
+    decode_control_key,
+    decode_end_txn_marker,
+    decode_kraft_control,
+)
+from kafkatool.record.records import decode_batch_records
+from kafkatool.segment import checkpoint as ckpt
+from kafkatool.segment import files as names
+from kafkatool.segment import index as idx
+from kafkatool.segment import snapshot as snap
+from kafkatool.segment import txnindex as txn
+from kafkatool.segment.walk import SegmentWalker, WalkStop
+
+__all__ = ["DumpOptions", "iter_dump", "normalize_display_path"]
+
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+DEFAULT_MAX_BYTES = 2147483647
+
+
+@dataclass(frozen=True, slots=True)
+class DumpOptions:
+    """Switches of a dump run (kafka-dump-log's, plus kafkatool's seek options)."""
+
+    deep: bool = False
+    print_data: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    max_bytes: int = DEFAULT_MAX_BYTES
+    skip_record_metadata: bool = False
+    start_offset: int | None = None
+    end_offset: int | None = None
+    start_time: int | None = None
+    end_time: int | None = None
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+
+
+# --------------------------------------------------------------------------- items
+
+
+class FileHeader(NamedTuple):
+    """``Dumping <path>`` and, for logs and snapshots, the second header line."""
+
+    path: str
+    kind: str
+    second_line: str | None = None
+
+
+class Control(NamedTuple):
+    """What a control record says: its type and, by type, its decoded value."""
+
+    type_id: int
+    coordinator_epoch: int | None = None
+    label: str | None = None
+    fields: dict | None = None
+
+
+class BatchItem(NamedTuple):
+    path: str
+    batch: Batch
+    records: list[Record] | None
+    controls: list[Control] | None = None
+    base_offset: int | None = None
+    """First record offset (legacy wrappers: needs decompression; None if unknown)."""
+
+
+class Note(NamedTuple):
+    """A fixed informational line (``... is empty.``, ``... passed sanity check.``)."""
+
+    path: str
+    text: str
+    stderr: bool = False
+    kind: str = "note"
+
+
+class IndexEntryItem(NamedTuple):
+    path: str
+    offset: int
+    position: int
+
+
+class TimeIndexEntryItem(NamedTuple):
+    path: str
+    timestamp: int
+    offset: int
+
+
+class SnapshotEntryItem(NamedTuple):
+    path: str
+    entry: object
+
+
+class TxnEntryItem(NamedTuple):
+    path: str
+    entry: object
+
+
+class CheckpointItem(NamedTuple):
+    """One entry of a text checkpoint file, as ordered name/value pairs."""
+
+    path: str
+    kind: str
+    fields: tuple[tuple[str, object], ...]
+
+
+class TrailingBytes(NamedTuple):
+    path: str
+    name: str
+    position: int
+    length: int
+
+
+class FileError(NamedTuple):
+    path: str
+    error: KafkaToolError
+
+
+class IndexMismatches(NamedTuple):
+    abs_path: str
+    pairs: list[tuple[int, int]]
+    """(indexOffset, logOffset), in Kafka's print order (reverse discovery)."""
+
+
+class TimeIndexProblems(NamedTuple):
+    abs_path: str
+    kind: str
+    """``mismatch``, ``out_of_order`` or ``not_found``."""
+    pairs: list[tuple[int, int]]
+
+
+class NonConsecutive(NamedTuple):
+    abs_path: str
+    pairs: list[tuple[int, int]]
+    """(prev, cur), in Kafka's print order (reverse discovery)."""
+
+
+# --------------------------------------------------------------------------- helpers
+
+_DUP_SLASH = re.compile(r"/{2,}")
+
+
+def normalize_display_path(path: str) -> str:
+    """java.io.File's normalisation: collapse repeated ``/``, drop a trailing one."""
+    p = _DUP_SLASH.sub("/", path)
+    if len(p) > 1 and p.endswith("/"):
+        p = p[:-1]
+    return p
+
+
+def absolute_path(path: str) -> str:
+    """java.io.File.getAbsolutePath: prefix the working directory, no further cleaning."""
+    p = normalize_display_path(path)
+    return p if p.startswith("/") else os.path.join(os.getcwd(), p)
+
+
+def _located(err: KafkaToolError, path: str, base: int = 0) -> KafkaToolError:
+    return err.at(path, base)
+
+
+@dataclass
+class _RunState:
+    opts: DumpOptions
+    index_mismatches: list[IndexMismatches] = field(default_factory=list)
+    ts_mismatch: list[TimeIndexProblems] = field(default_factory=list)
+    ts_out_of_order: list[TimeIndexProblems] = field(default_factory=list)
+    ts_not_found: list[TimeIndexProblems] = field(default_factory=list)
+    non_consecutive: list[NonConsecutive] = field(default_factory=list)
+    errors: int = 0
+
+
+_SUFFIX_RANK = {".log": 0, ".checkpoint": 0, ".index": 1, ".timeindex": 2, ".txnindex": 3, ".snapshot": 4}
+
+
+def _dump_order(name: str) -> tuple:
+    """Segments in offset order (.log, .index, .timeindex, .txnindex), then snapshots, then text files."""
+    suffix = names.file_suffix(name)
+    rank = _SUFFIX_RANK.get(suffix or "", 9)
+    prefix = name.split(".", 1)[0].split("-", 1)[0]
+    if rank < 9 and prefix.isdigit():
+        return (0 if rank < 4 else 1, int(prefix), rank, name)
+    return (2, 0, 0, name)
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    """A directory becomes its dumpable files, in segment order; a log dir also its partition dirs.
+
+    Files given by name are kept as given (and dumped even when kafkatool would skip them
+    in a directory listing, like kafka-dump-log).
+    """
+    out: list[str] = []
+    for p in paths:
+        if p and os.path.isdir(p):
+            entries = sorted(os.listdir(p))
+            files = [n for n in entries if os.path.isfile(os.path.join(p, n)) and names.classify(n) not in _NOT_DUMPED]
+            out.extend(os.path.join(p, n) for n in sorted(files, key=_dump_order))
+            for n in entries:
+                sub = os.path.join(p, n)
+                if os.path.isdir(sub) and names.parse_partition_dir(n) is not None:
+                    out.extend(expand_paths([sub]))
+        else:
+            out.append(p)
+    return out
+
+
+_NOT_DUMPED = {
+    names.FileKind.LOCK,
+    names.FileKind.CLEAN_SHUTDOWN,
+    names.FileKind.DELETED,
+    names.FileKind.CLEANED,
+    names.FileKind.SWAP,
+    names.FileKind.UNKNOWN,
+}
+
+
+def iter_dump(paths: list[str], opts: DumpOptions) -> Iterator[object]:
+    """Dump every path in order, then yield the end-of-run summaries (spec §15.9)."""
+    state = _RunState(opts)
+    for path in expand_paths(paths):
+        try:
+            yield from _dump_one(path, state)
+        except KafkaToolError as e:
+            state.errors += 1
+            yield FileError(path, e if e.path else e.at(normalize_display_path(path)))
+        except OSError as e:
+            state.errors += 1
+            yield FileError(path, KafkaToolError(f"cannot read file: {e.strerror or e}", path=normalize_display_path(path)))
+    yield from state.index_mismatches
+    yield from state.ts_mismatch
+    yield from state.ts_out_of_order
+    yield from state.ts_not_found
+    yield from state.non_consecutive
+
+
+def _dump_one(path: str, state: _RunState) -> Iterator[object]:
+    display = normalize_display_path(path)
+    name = os.path.basename(display)
+    if path == "":
+        yield FileHeader(display, "unknown")
+        raise KafkaToolError("empty file name in the file list")
+    K = names.FileKind
+    kind = names.classify(name)
+    # DumpLogSegments dispatches on the suffix from the last '.' (§15.2); the text
+    # checkpoint files (which it cannot read) are recognised by their exact names.
+    suffix = names.file_suffix(name)
+    if kind in _CHECKPOINT_KINDS:
+        yield FileHeader(display, "checkpoint")
+        yield from _dump_text_checkpoint(path, display, kind)
+    elif os.path.isdir(path):
+        yield FileHeader(display, "unknown")
+        raise KafkaToolError("is a directory with no dumpable files", path=display)
+    elif suffix in (".log", ".checkpoint"):
+        yield from _dump_log(path, display, name, state)
+    elif suffix == ".index":
+        yield FileHeader(display, "index")
+        yield from _dump_index(path, display, name, state)
+    elif suffix == ".timeindex":
+        yield FileHeader(display, "timeindex")
+        yield from _dump_time_index(path, display, name, state)
+    elif suffix == ".snapshot":
+        yield FileHeader(display, "snapshot")
+        yield from _dump_snapshot(path, display)
+    elif suffix == ".txnindex":
+        yield FileHeader(display, "txnindex")
+        yield from _dump_txn_index(path, display)
+    elif suffix is None:
+        yield FileHeader(display, "unknown")
+        raise KafkaToolError(
+            "the file name has no suffix, so its kind is unknown (kafka-dump-log crashes here)", path=display
+        )
+    else:
+        yield FileHeader(display, "unknown")
+        yield Note(display, f"Ignoring unknown file {display}", stderr=True, kind="ignored")
+
+
+# --------------------------------------------------------------------------- .log / .checkpoint
+
+
+def _log_second_line(name: str) -> str:
+    """The second header line of a .log or .checkpoint dump (§15.3)."""
+    if name.endswith(".log"):
+        return f"Log starting offset: {names.parse_base_offset(name)}"
+    if name == "bootstrap.checkpoint":
+        return "KRaft bootstrap snapshot"
+    end_offset, epoch = names.parse_checkpoint_name(name)
+    return f"Snapshot end offset: {end_offset}, epoch: {epoch}"
+
+
+def _decode_controls(records: list[Record]) -> list[Control]:
+    out = []
+    for r in records:
+        _version, type_id = decode_control_key(r.key)
+        if type_id in (ControlType.ABORT, ControlType.COMMIT):
+            _v, epoch = decode_end_txn_marker(r.value)
+            out.append(Control(type_id, coordinator_epoch=epoch))
+        else:
+            decoded = decode_kraft_control(type_id, r.value)
+            if decoded is None:
+                out.append(Control(type_id))
+            else:
+                out.append(Control(type_id, label=decoded[0], fields=decoded[1]))
+    return out
+
+
+def _seek_start(path: str, name: str, opts: DumpOptions) -> int:
+    """File position to start at for --start-offset/--start-time, via the indexes (or 0)."""
+    if opts.start_offset is None and opts.start_time is None:
+        return 0
+    try:
+        base = names.parse_base_offset(name)
+        index_path = names.sibling(path, ".index")
+        oindex = idx.read_offset_index(index_path, base)
+        idx.sanity_check_offset_index(oindex)
+        target = opts.start_offset
+        if opts.start_time is not None:
+            tindex = idx.read_time_index(names.sibling(path, ".timeindex"), base)
+            idx.sanity_check_time_index(tindex)
+            _ts, toff = tindex.lookup(opts.start_time)
+            target = toff if target is None else max(target, toff)
+        _off, position = oindex.lookup(target)
+        if position > os.path.getsize(path):
+            return 0
+        return position
+    except (KafkaToolError, OSError):
+        return 0  # no usable index: scan from the start
+
+
+def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[object]:
+    opts = state.opts
+    try:
+        second = _log_second_line(name)
+    except KafkaToolError:
+        yield FileHeader(display, "log")
+        raise
+    yield FileHeader(display, "log", second)
+    if opts.max_bytes < 0:
+        raise KafkaToolError(f"Invalid size: {opts.max_bytes} in read from FileRecords", path=display)
+    start = _seek_start(path, name, opts)
+    deep = opts.deep
+    want_controls = deep and not opts.skip_record_metadata
+    so, eo, st, et = opts.start_offset, opts.end_offset, opts.start_time, opts.end_time
+    filtering = so is not None or eo is not None or st is not None or et is not None
+    pairs: list[tuple[int, int]] = []
+    prev: int | None = None
+    max_dec = opts.max_decompressed
+    walker = SegmentWalker(path, start=start, end=min(os.path.getsize(path), opts.max_bytes), path=display)
+    with walker:
+        for batch, data in walker:
+            if filtering:
+                if eo is not None and batch.offset > eo and batch.magic >= 2:
+                    break
+                if so is not None and batch.last_offset < so:
+                    continue
+                if st is not None and batch.max_timestamp < st:
+                    continue
+                if et is not None and batch.magic >= 2 and batch.base_timestamp > et and not batch.has_delete_horizon:
+                    continue
+            records = None
+            controls = None
+            base_offset = batch.offset if batch.magic >= 2 or not batch.attributes & 0x07 else None
+            if deep:
+                if data is None:
+                    yield BatchItem(display, batch, None)
+                    raise KafkaToolError(
+                        f"batch of {batch.size} bytes is larger than the in-memory limit; records not decoded",
+                        path=display,
+                        position=batch.position,
+                    )
+                try:
+                    records = decode_batch_records(batch, data, max_decompressed=max_dec)
+                    if want_controls and batch.is_control:
+                        controls = _decode_controls(records)
+                except KafkaToolError as e:
+                    yield BatchItem(display, batch, None)
+                    raise e.at(display, batch.position) from None
+                if filtering:
+                    records = [
+                        r
+                        for r in records
+                        if (so is None or r.offset >= so)
+                        and (eo is None or r.offset <= eo)
+                        and (st is None or r.timestamp >= st)
+                        and (et is None or r.timestamp <= et)
+                    ]
+                    if controls is not None and len(controls) != len(records):
+                        controls = _decode_controls(records)
+                for r in records:
+                    o = r.offset
+                    if prev is not None and o != prev + 1:
+                        pairs.append((prev, o))
+                    prev = o
+                if records and base_offset is None:
+                    base_offset = records[0].offset
+            yield BatchItem(display, batch, records, controls, base_offset)
+    if walker.stop is WalkStop.ERROR:
+        assert walker.error is not None
+        if pairs:
+            state.non_consecutive.append(NonConsecutive(absolute_path(path), pairs[::-1]))
+        raise walker.error
+    trailing = walker.trailing_bytes
+    if trailing > 0 and opts.max_bytes == DEFAULT_MAX_BYTES and not filtering:
+        yield TrailingBytes(display, name, walker.position, trailing)
+    if pairs:
+        state.non_consecutive.append(NonConsecutive(absolute_path(path), pairs[::-1]))
+
+
+# --------------------------------------------------------------------------- .index / .timeindex
+
+
+def _sibling_log(path: str, display: str) -> str:
+    log_path = names.sibling(path, ".log")
+    if not os.path.isfile(log_path):
+        raise KafkaToolError(
+            f"the segment file {normalize_display_path(log_path)} is missing; an index can only be checked against its log",
+            path=display,
+        )
+    return log_path
+
+
+def _first_batch_at(log_path: str, position: int, max_size: int, display: str) -> tuple[Batch, memoryview | None] | None:
+    size = os.path.getsize(log_path)
+    if position > size:
+        raise KafkaToolError(
+            f"index entry points past the end of the log (position {position}, log size {size})",
+            path=display,
+        )
+    walker = SegmentWalker(log_path, start=position, end=min(size, position + max_size))
+    with walker:
+        for batch, data in walker:
+            return batch, (bytes(data) if data is not None else None)
+    if walker.error is not None:
+        raise walker.error
+    return None
+
+
+def _dump_index(path: str, display: str, name: str, state: _RunState) -> Iterator[object]:
+    opts = state.opts
+    base = names.parse_base_offset(name)
+    log_path = _sibling_log(path, display)
+    if not os.path.isfile(path):
+        raise KafkaToolError("index file does not exist", path=display)
+    index = idx.read_offset_index(path, base)
+    if index.entry_count == 0:
+        yield Note(display, f"{display} is empty.", kind="empty")
+        return
+    if opts.index_sanity_check:
+        try:
+            idx.sanity_check_offset_index(index, path=absolute_path(path))
+        except KafkaToolError as e:
+            raise e.at(display, 0) if e.path is None else e
+        yield Note(display, f"{display} passed sanity check.", kind="sanity_ok")
+        return
+    mismatches: list[tuple[int, int]] = []
+    log_size = os.path.getsize(log_path)
+    for i, (offset, position) in enumerate(index.iter_dump_entries()):
+        found = _first_batch_at(log_path, position, opts.max_message_size, display)
+        if found is None:
+            raise KafkaToolError(
+                f"no complete batch at log position {position} within --max-message-size {opts.max_message_size}"
+                + (" (position is at the end of the log)" if position == log_size else ""),
+                path=display,
+                position=i * 8,
+            )
+        batch, _data = found
+        if batch.last_offset != offset:
+            mismatches.append((offset, batch.last_offset))
+        if not opts.verify_index_only:
+            yield IndexEntryItem(display, offset, position)
+    if mismatches:
+        state.index_mismatches.append(IndexMismatches(absolute_path(path), mismatches[::-1]))
+
+
+def _max_record_timestamp(batch: Batch, data, opts: DumpOptions) -> int:
+    records = decode_batch_records(batch, data, max_decompressed=opts.max_decompressed)
+    return max((r.timestamp for r in records), default=-1)
+
+
+def _dump_time_index(path: str, display: str, name: str, state: _RunState) -> Iterator[object]:
+    opts = state.opts
+    base = names.parse_base_offset(name)
+    log_path = _sibling_log(path, display)
+    index_path = names.sibling(path, ".index")
+    if not os.path.isfile(index_path):
+        raise KafkaToolError(
+            f"the offset index {normalize_display_path(index_path)} is missing; kafka-dump-log would create it, kafkatool does not",
+            path=display,
+        )
+    if not os.path.isfile(path):
+        raise KafkaToolError("time index file does not exist", path=display)
+    oindex = idx.read_offset_index(index_path, base)
+    tindex = idx.read_time_index(path, base)
+    if opts.index_sanity_check:
+        try:
+            idx.sanity_check_time_index(tindex, path=absolute_path(path))
+        except KafkaToolError as e:
+            raise e.at(display, 0) if e.path is None else e
+        yield Note(display, f"{display} passed sanity check.", kind="sanity_ok")
+        return
+    mismatch: list[tuple[int, int]] = []
+    out_of_order: list[tuple[int, int]] = []
+    not_found: list[tuple[int, int]] = []
+    prev_ts = -1
+    log_size = os.path.getsize(log_path)
+    for ts, offset in tindex.iter_dump_entries():
+        _o, position = oindex.lookup(offset)
+        found_batch = None
+        found_data = None
+        if position <= log_size:
+            walker = SegmentWalker(log_path, start=position)
+            with walker:
+                for batch, data in walker:
+                    if batch.last_offset >= offset:
+                        found_batch, found_data = batch, data
+                        break
+                if found_batch is None and walker.error is not None:
+                    raise walker.error
+                if found_batch is None:
+                    not_found.append((offset, -1))
+                elif found_batch.last_offset != offset:
+                    not_found.append((offset, found_batch.last_offset))
+                else:
+                    if found_data is None:
+                        raise KafkaToolError("batch too large to decode", path=display)
+                    try:
+                        log_ts = _max_record_timestamp(found_batch, found_data, opts)
+                    except KafkaToolError as e:
+                        raise e.at(normalize_display_path(log_path), found_batch.position) from None
+                    if log_ts != ts:
+                        mismatch.append((ts, log_ts))
+                    if prev_ts >= ts:
+                        out_of_order.append((ts, prev_ts))
+        else:
+            not_found.append((offset, -1))
+        if not opts.verify_index_only:
+            yield TimeIndexEntryItem(display, ts, offset)
+        prev_ts = ts
+    ap = absolute_path(path)
+    if mismatch:
+        state.ts_mismatch.append(TimeIndexProblems(ap, "mismatch", mismatch))
+    if out_of_order:
+        state.ts_out_of_order.append(TimeIndexProblems(ap, "out_of_order", out_of_order))
+    if not_found:
+        state.ts_not_found.append(TimeIndexProblems(ap, "not_found", not_found))
+
+
+# --------------------------------------------------------------------------- snapshots, txn index, text checkpoints
+
+
+def _dump_snapshot(path: str, display: str) -> Iterator[object]:
+    try:
+        snapshot = snap.read_producer_snapshot(path)
+    except KafkaToolError as e:
+        # Kafka prints CorruptSnapshotException's message on stderr and goes on (§15.7).
+        yield Note(display, e.message, stderr=True, kind="corrupt_snapshot")
+        return
+    for entry in snapshot.entries:
+        yield SnapshotEntryItem(display, entry)
+
+
+def _dump_txn_index(path: str, display: str) -> Iterator[object]:
+    if not os.path.exists(path):
+        return  # Kafka prints nothing for a missing .txnindex
+    index = txn.read_txn_index(path)
+    for entry in index.entries:
+        yield TxnEntryItem(display, entry)
+
+
+_CHECKPOINT_KINDS = {
+    names.FileKind.LEADER_EPOCH_CHECKPOINT,
+    names.FileKind.PARTITION_METADATA,
+    names.FileKind.QUORUM_STATE,
+    names.FileKind.OFFSET_CHECKPOINT,
+    names.FileKind.META_PROPERTIES,
+}
+
+
+def _dump_text_checkpoint(path: str, display: str, kind) -> Iterator[object]:
+    K = names.FileKind
+    if kind is K.LEADER_EPOCH_CHECKPOINT:
+        for e in ckpt.read_leader_epoch_checkpoint(path):
+            yield CheckpointItem(display, "leader_epoch", (("epoch", e.epoch), ("startOffset", e.start_offset)))
+    elif kind is K.OFFSET_CHECKPOINT:
+        for topic, partition, offset in ckpt.read_offset_checkpoint(path):
+            yield CheckpointItem(display, "offset_checkpoint", (("topic", topic), ("partition", partition), ("offset", offset)))
+    elif kind is K.PARTITION_METADATA:
+        pm = ckpt.read_partition_metadata(path)
+        yield CheckpointItem(display, "partition_metadata", (("version", pm.version), ("topicId", pm.topic_id)))
+    elif kind is K.QUORUM_STATE:
+        data = ckpt.read_quorum_state(path)
+        yield CheckpointItem(display, "quorum_state", tuple(data.items()))
+    elif kind is K.META_PROPERTIES:
+        props = ckpt.read_meta_properties(path)
+        yield CheckpointItem(display, "meta_properties", tuple(props.items()))

@@ -1,0 +1,92 @@
+"""One error hierarchy for the whole package.
+
+Every message reads ``PATH:POSITION: what (expected X, found Y)``. The record layer
+raises errors that know only a position relative to the bytes it was given; the
+segment layer (the choke point) re-raises them with the file path and the absolute
+byte position via :meth:`KafkaToolError.at`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class KafkaToolError(Exception):
+    """Base class of every error kafkatool raises on bad input."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        position: int | None = None,
+        expected: Any = None,
+        found: Any = None,
+    ) -> None:
+        self.message = message
+        self.path = path
+        self.position = position
+        self.expected = expected
+        self.found = found
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = f"{self.path}:"
+            if self.position is not None:
+                where += f"{self.position}:"
+            where += " "
+        elif self.position is not None:
+            where = f"byte {self.position}: "
+        detail = ""
+        if self.expected is not None or self.found is not None:
+            detail = f" (expected {self.expected}, found {self.found})"
+        return f"{where}{self.message}{detail}"
+
+    def at(self, path: str | None, base: int = 0) -> "KafkaToolError":
+        """Return a copy located in ``path``, with ``base`` added to the position."""
+        position = None if self.position is None else self.position + base
+        if self.path is not None:  # already located: keep the innermost location
+            return self
+        err = type(self)(
+            self.message,
+            path=path,
+            position=position if position is not None else (base if path else None),
+            expected=self.expected,
+            found=self.found,
+        )
+        err.__cause__ = self.__cause__
+        return err
+
+
+class CorruptRecordError(KafkaToolError):
+    """Checksum, size or end-of-data problems (Kafka's CorruptRecordException)."""
+
+
+class InvalidRecordError(KafkaToolError):
+    """Structural problems in records, wrappers or control records (InvalidRecordException)."""
+
+
+class CompressionError(InvalidRecordError):
+    """A compressed stream could not be decoded (Kafka: ``Failed to decompress record stream``)."""
+
+
+class CorruptIndexError(KafkaToolError):
+    """An index file failed Kafka's sanity check or could not be read."""
+
+
+class CorruptSnapshotError(KafkaToolError):
+    """A producer-state snapshot failed validation."""
+
+
+class CheckpointError(KafkaToolError):
+    """A text checkpoint file is malformed."""
+
+
+class FileNameError(KafkaToolError):
+    """A file name that does not follow Kafka's naming rules."""
+
+
+class MissingDependencyError(KafkaToolError):
+    """A codec library needed for a batch is not installed."""

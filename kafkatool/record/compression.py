@@ -1,0 +1,386 @@
+"""Compression codecs with Kafka's exact framing (spec §7).
+
+A codec registry in the fastavro manner: each codec's library is imported only when a
+batch needs it, and a missing library fails with an install hint. Every decoder takes
+``max_output`` so a decompression bomb becomes a :class:`CompressionError`, not an
+out-of-memory.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from enum import IntEnum
+from typing import Callable
+
+from kafkatool.errors import CompressionError, InvalidRecordError, MissingDependencyError
+
+__all__ = [
+    "Codec",
+    "codec_name",
+    "compress",
+    "decompress",
+    "xxh32",
+    "DEFAULT_MAX_DECOMPRESSED",
+]
+
+#: Default cap on one batch's decompressed size: far above Kafka's largest legal batch
+#: (``message.max.bytes`` is an int) yet small enough that a bomb cannot exhaust memory.
+DEFAULT_MAX_DECOMPRESSED = 512 * 1024 * 1024
+
+
+class Codec(IntEnum):
+    """Compression codec ids, attribute bits 0-2 (§7.1)."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def codec_name(codec_id: int) -> str:
+    """Kafka's lowercase codec name; ids 5-7 raise like ``CompressionType.forId``."""
+    try:
+        return _NAMES[codec_id]
+    except KeyError:
+        raise InvalidRecordError(f"Unknown compression type id: {codec_id}") from None
+
+
+def _require(module: str, package: str):
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError:  # pragma: no cover - exercised only where a codec library is absent
+        raise MissingDependencyError(
+            f"this batch needs the {module!r} module: install it with `pip install {package}`"
+        ) from None
+
+
+# --------------------------------------------------------------------------- gzip (§7.2)
+
+
+def _gzip_compress(data: bytes, level: int | None, magic: int) -> bytes:
+    co = zlib.compressobj(6 if level is None or level < 0 else level, zlib.DEFLATED, 31)
+    return co.compress(data) + co.flush()
+
+
+def _gzip_decompress(data: bytes | memoryview, max_output: int) -> bytes:
+    # JDK GZIPInputStream accepts concatenated members: loop over them.
+    out = bytearray()
+    rest = bytes(data)
+    if not rest:
+        raise CompressionError("Failed to decompress record stream (gzip: empty stream)")
+    while rest:
+        d = zlib.decompressobj(31)
+        try:
+            chunk = d.decompress(rest, max_output - len(out) + 1)
+        except zlib.error as e:
+            raise CompressionError(f"Failed to decompress record stream (gzip: {e})") from None
+        out += chunk
+        if len(out) > max_output:
+            raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (gzip)")
+        if not d.eof:
+            if d.unconsumed_tail:
+                raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (gzip)")
+            raise CompressionError("Failed to decompress record stream (gzip: truncated stream)")
+        rest = d.unused_data
+        # JDK tolerates trailing zero padding / garbage after a member only if it is not a gzip header.
+        if rest and rest[:2] != b"\x1f\x8b":
+            break
+    return bytes(out)
+
+
+# --------------------------------------------------------------------------- snappy (§7.3)
+
+_SNAPPY_MAGIC = b"\x82SNAPPY\x00"
+_SNAPPY_HEADER = _SNAPPY_MAGIC + b"\x00\x00\x00\x01\x00\x00\x00\x01"
+_SNAPPY_BLOCK = 32 * 1024
+_I32BE = struct.Struct(">i")
+
+
+def _snappy_compress(data: bytes, level: int | None, magic: int) -> bytes:
+    snappy = _require("snappy", "python-snappy")
+    parts = [_SNAPPY_HEADER]
+    mv = memoryview(data)
+    for i in range(0, len(data), _SNAPPY_BLOCK):
+        block = snappy.compress(bytes(mv[i : i + _SNAPPY_BLOCK]))
+        parts.append(_I32BE.pack(len(block)))
+        parts.append(block)
+    return b"".join(parts)
+
+
+def _snappy_raw(snappy, block: bytes | memoryview, max_output: int) -> bytes:
+    try:
+        n = _uncompressed_length_snappy(block)
+    except CompressionError:
+        raise
+    if n > max_output:
+        raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (snappy)")
+    try:
+        return bytes(snappy.uncompress(bytes(block)))
+    except Exception as e:  # python-snappy/cramjam raise their own error types
+        raise CompressionError(f"Failed to decompress record stream (snappy: {e})") from None
+
+
+def _uncompressed_length_snappy(block: bytes | memoryview) -> int:
+    # A raw snappy block starts with its uncompressed length as an unsigned varint.
+    raw = 0
+    shift = 0
+    for i in range(min(5, len(block))):
+        b = block[i]
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            return raw
+        shift += 7
+    raise CompressionError("Failed to decompress record stream (snappy: bad block length)")
+
+
+def _snappy_decompress(data: bytes | memoryview, max_output: int) -> bytes:
+    snappy = _require("snappy", "python-snappy")
+    data = memoryview(data)
+    if len(data) == 0:
+        raise CompressionError("Failed to decompress record stream (Cannot decompress empty stream)")
+    # xerial's reader: shorter than the header, or a different magic -> one raw block.
+    if len(data) < 16 or bytes(data[:8]) != _SNAPPY_MAGIC:
+        return _snappy_raw(snappy, data, max_output)
+    out = bytearray()
+    pos = 16
+    end = len(data)
+    while pos < end:
+        if end - pos < 4:
+            raise CompressionError("Failed to decompress record stream (snappy: truncated chunk length)")
+        (n,) = _I32BE.unpack_from(data, pos)
+        if n == 0x82534E41 - 2**32 and bytes(data[pos : pos + 8]) == _SNAPPY_MAGIC:
+            pos += 16  # a concatenated stream: a new header follows
+            continue
+        if n < 0:
+            raise CompressionError(f"Failed to decompress record stream (chunkSize is too big or negative : {n})")
+        pos += 4
+        if pos + n > end:
+            raise CompressionError("Failed to decompress record stream (snappy: truncated chunk)")
+        out += _snappy_raw(snappy, data[pos : pos + n], max_output - len(out))
+        pos += n
+    return bytes(out)
+
+
+# --------------------------------------------------------------------------- lz4 (§7.4)
+
+_LZ4_MAGIC = 0x184D2204
+_U32LE = struct.Struct("<I")
+_P1, _P2, _P3, _P4, _P5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+_M32 = 0xFFFFFFFF
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _M32
+
+
+def xxh32(data: bytes, seed: int = 0) -> int:
+    """XXH32, as used for LZ4 frame header and block checksums (pure Python; only small inputs)."""
+    n = len(data)
+    i = 0
+    if n >= 16:
+        v1 = (seed + _P1 + _P2) & _M32
+        v2 = (seed + _P2) & _M32
+        v3 = seed & _M32
+        v4 = (seed - _P1) & _M32
+        while i <= n - 16:
+            a, b, c, d = struct.unpack_from("<4I", data, i)
+            v1 = (_rotl((v1 + a * _P2) & _M32, 13) * _P1) & _M32
+            v2 = (_rotl((v2 + b * _P2) & _M32, 13) * _P1) & _M32
+            v3 = (_rotl((v3 + c * _P2) & _M32, 13) * _P1) & _M32
+            v4 = (_rotl((v4 + d * _P2) & _M32, 13) * _P1) & _M32
+            i += 16
+        h = (_rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)) & _M32
+    else:
+        h = (seed + _P5) & _M32
+    h = (h + n) & _M32
+    while i <= n - 4:
+        (k,) = _U32LE.unpack_from(data, i)
+        h = (_rotl((h + k * _P3) & _M32, 17) * _P4) & _M32
+        i += 4
+    while i < n:
+        h = (_rotl((h + data[i] * _P5) & _M32, 11) * _P1) & _M32
+        i += 1
+    h ^= h >> 15
+    h = (h * _P2) & _M32
+    h ^= h >> 13
+    h = (h * _P3) & _M32
+    h ^= h >> 16
+    return h
+
+
+def lz4_header_checksum(descriptor: bytes) -> int:
+    """The frame header checksum byte: second byte of XXH32 of ``descriptor``."""
+    return (xxh32(descriptor) >> 8) & 0xFF
+
+
+def _lz4_compress(data: bytes, level: int | None, magic: int) -> bytes:
+    lz4frame = _require("lz4.frame", "lz4")
+    out = bytearray(
+        lz4frame.compress(
+            data,
+            compression_level=0 if level is None else level,
+            block_size=lz4frame.BLOCKSIZE_MAX64KB,
+            block_linked=False,
+            content_checksum=False,
+            block_checksum=False,
+            store_size=False,
+        )
+    )
+    if magic == 0:
+        # KIP-57: magic-0 writers checksum magic||FLG||BD instead of FLG||BD (§7.4).
+        out[6] = lz4_header_checksum(bytes(out[0:6]))
+    return bytes(out)
+
+
+def _lz4_decompress(data: bytes | memoryview, max_output: int, magic: int) -> bytes:
+    lz4block = _require("lz4.block", "lz4")
+    data = memoryview(data)
+    if len(data) < 6:
+        raise CompressionError("Failed to decompress record stream (Stream ended prematurely)")
+    if _U32LE.unpack_from(data, 0)[0] != _LZ4_MAGIC:
+        raise CompressionError("Failed to decompress record stream (Stream unsupported (invalid magic bytes))")
+    flg = data[4]
+    bd = data[5]
+    version = (flg >> 6) & 3
+    if version != 1:
+        raise CompressionError(f"Failed to decompress record stream (Version {version} is unsupported)")
+    if flg & 0x03:
+        raise CompressionError("Failed to decompress record stream (Reserved bits must be 0)")
+    if not flg & 0x20:
+        raise CompressionError("Failed to decompress record stream (Dependent block stream is unsupported)")
+    if bd & 0x80:
+        raise CompressionError("Failed to decompress record stream (Reserved2 field must be 0)")
+    if bd & 0x0F:
+        raise CompressionError("Failed to decompress record stream (Reserved3 field must be 0)")
+    size_code = (bd >> 4) & 7
+    if size_code < 4:
+        raise CompressionError("Failed to decompress record stream (Block size value must be between 4 and 7)")
+    max_block = 1 << (2 * size_code + 8)
+    block_checksum = bool(flg & 0x10)
+    pos = 6
+    if flg & 0x08:
+        pos += 8  # content size: skipped, not checked
+    if pos >= len(data):
+        raise CompressionError("Failed to decompress record stream (Stream ended prematurely)")
+    if magic != 0 and data[pos] != lz4_header_checksum(bytes(data[4:pos])):
+        raise CompressionError("Failed to decompress record stream (Stream frame descriptor corrupted)")
+    pos += 1  # magic 0: the HC byte is skipped entirely (KIP-57)
+    out = bytearray()
+    end = len(data)
+    while True:
+        if end - pos < 4:
+            raise CompressionError("Failed to decompress record stream (Stream ended prematurely)")
+        (word,) = _U32LE.unpack_from(data, pos)
+        pos += 4
+        if word == 0:
+            break  # end mark; a content checksum after it is read but not verified
+        raw = bool(word & 0x80000000)
+        n = word & 0x7FFFFFFF
+        if n > max_block:
+            raise CompressionError(f"Failed to decompress record stream (Block size {n} exceeded max: {max_block})")
+        if end - pos < n:
+            raise CompressionError("Failed to decompress record stream (Stream ended prematurely)")
+        block = data[pos : pos + n]
+        pos += n
+        if block_checksum:
+            if end - pos < 4:
+                raise CompressionError("Failed to decompress record stream (Stream ended prematurely)")
+            if _U32LE.unpack_from(data, pos)[0] != xxh32(bytes(block)):
+                raise CompressionError("Failed to decompress record stream (Block checksum mismatch)")
+            pos += 4
+        if raw:
+            out += block
+        else:
+            try:
+                out += lz4block.decompress(bytes(block), uncompressed_size=max_block)
+            except Exception as e:
+                raise CompressionError(f"Failed to decompress record stream (lz4: {e})") from None
+        if len(out) > max_output:
+            raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (lz4)")
+    return bytes(out)
+
+
+# --------------------------------------------------------------------------- zstd (§7.5)
+
+
+def _zstd_compress(data: bytes, level: int | None, magic: int) -> bytes:
+    zstandard = _require("zstandard", "zstandard")
+    # Streaming API, no content size pledged: the frames Kafka (zstd-jni) writes.
+    co = zstandard.ZstdCompressor(level=3 if level is None else level, write_content_size=False).compressobj()
+    return co.compress(data) + co.flush()
+
+
+def _zstd_decompress(data: bytes | memoryview, max_output: int) -> bytes:
+    zstandard = _require("zstandard", "zstandard")
+    out = bytearray()
+    rest = bytes(data)
+    if not rest:
+        raise CompressionError("Failed to decompress record stream (zstd: empty stream)")
+    dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
+    while rest:
+        reader = dctx.stream_reader(rest, read_across_frames=True, read_size=1 << 17)
+        try:
+            while True:
+                chunk = reader.read(1 << 20)
+                if not chunk:
+                    break
+                out += chunk
+                if len(out) > max_output:
+                    raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (zstd)")
+        except zstandard.ZstdError as e:
+            raise CompressionError(f"Failed to decompress record stream (zstd: {e})") from None
+        break
+    if not out and rest:
+        # An empty frame is legal; a truncated one yields nothing: tell them apart.
+        try:
+            zstandard.ZstdDecompressor().decompressobj().decompress(rest)
+        except zstandard.ZstdError as e:
+            raise CompressionError(f"Failed to decompress record stream (zstd: {e})") from None
+    return bytes(out)
+
+
+_COMPRESSORS: dict[int, Callable[[bytes, int | None, int], bytes]] = {
+    Codec.GZIP: _gzip_compress,
+    Codec.SNAPPY: _snappy_compress,
+    Codec.LZ4: _lz4_compress,
+    Codec.ZSTD: _zstd_compress,
+}
+
+
+def compress(codec: int, data: bytes, *, magic: int = 2, level: int | None = None) -> bytes:
+    """Compress ``data`` with Kafka's framing for ``codec`` as written by a ``magic`` producer."""
+    if codec == Codec.NONE:
+        return bytes(data)
+    if codec == Codec.ZSTD and magic < 2:
+        raise InvalidRecordError(f"ZStandard compression is not supported for magic {magic}")
+    try:
+        fn = _COMPRESSORS[codec]
+    except KeyError:
+        raise InvalidRecordError(f"Unknown compression type id: {codec}") from None
+    return fn(bytes(data), level, magic)
+
+
+def decompress(
+    codec: int,
+    data: bytes | memoryview,
+    *,
+    magic: int = 2,
+    max_output: int = DEFAULT_MAX_DECOMPRESSED,
+) -> bytes:
+    """Decompress one Kafka compressed stream; raise :class:`CompressionError` on failure."""
+    if codec == Codec.NONE:
+        return bytes(data)
+    if codec == Codec.GZIP:
+        return _gzip_decompress(data, max_output)
+    if codec == Codec.SNAPPY:
+        return _snappy_decompress(data, max_output)
+    if codec == Codec.LZ4:
+        return _lz4_decompress(data, max_output, magic)
+    if codec == Codec.ZSTD:
+        return _zstd_decompress(data, max_output)
+    raise InvalidRecordError(f"Unknown compression type id: {codec}")

@@ -1,0 +1,406 @@
+"""Message format v2: record batches and records (spec §4, ``DefaultRecordBatch``/``DefaultRecord``)."""
+
+from __future__ import annotations
+
+import struct
+from typing import Iterable, NamedTuple, Sequence
+
+from kafkatool.errors import CompressionError, CorruptRecordError, InvalidRecordError
+from kafkatool.record.batch import V2_HEADER_SIZE, Batch, Record, increment_sequence
+from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, compress, decompress
+from kafkatool.record.crc import crc32c
+from kafkatool.record.varint import encode_varint, encode_varlong
+
+__all__ = [
+    "HEADER",
+    "decode_header",
+    "decode_records",
+    "iter_batch_records",
+    "batch_records_buffer",
+    "RecordSpec",
+    "encode_record",
+    "encode_batch",
+]
+
+#: The 61-byte v2 batch header (§4.1), one field per code:
+HEADER = struct.Struct(
+    ">q"  # baseOffset
+    "i"  # batchLength (= total size - 12)
+    "i"  # partitionLeaderEpoch (not covered by the CRC)
+    "b"  # magic
+    "I"  # crc (CRC-32C of bytes [21, end))
+    "h"  # attributes (low byte interpreted)
+    "i"  # lastOffsetDelta
+    "q"  # baseTimestamp (or delete horizon, attribute bit 6)
+    "q"  # maxTimestamp
+    "q"  # producerId
+    "h"  # producerEpoch
+    "i"  # baseSequence
+    "i"  # recordsCount
+)
+CRC_START = 21
+ATTRIBUTES_OFFSET = 21
+
+
+def decode_header(buf: bytes | memoryview, pos: int = 0, position: int = 0) -> Batch:
+    """Decode the v2 header at ``buf[pos:]`` into a :class:`Batch` (CRC computed over the batch).
+
+    ``position`` is the file position recorded in the result. The caller guarantees the
+    whole batch (12 + batchLength bytes, ≥ 61) is in ``buf``.
+    """
+    (base, length, ple, magic, crc, attrs, lod, bts, mts, pid, pepoch, bseq, count) = HEADER.unpack_from(buf, pos)
+    size = length + 12
+    computed = crc32c(memoryview(buf)[pos + CRC_START : pos + size])
+    return Batch(position, size, base, magic, crc, attrs & 0xFFFF, lod, bts, mts, pid, pepoch, bseq, count, ple, computed)
+
+
+def decode_records(
+    buf: bytes | bytearray | memoryview, pos: int, end: int, count: int
+) -> list[tuple[int, int, int, bytes | None, bytes | None, tuple]]:
+    """Decode ``count`` v2 records from ``buf[pos:end]`` (pure Python reference implementation).
+
+    Returns tuples ``(attributes, timestamp_delta, offset_delta, key, value, headers)``,
+    headers being a tuple of ``(key_bytes, value_bytes_or_None)``. The records must fill
+    the range exactly (§4.2). Errors carry the position within ``buf``.
+    """
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=pos)
+    out = []
+    append = out.append
+    i = pos
+    for _ in range(count):
+        rec_start = i
+        # --- length (varint, inlined fast path for one byte)
+        try:
+            if i >= end:
+                raise InvalidRecordError("Incorrect declared batch size, premature EOF reached", position=i)
+            b = buf[i]
+            if b < 0x80:
+                length = (b >> 1) ^ -(b & 1)
+                i += 1
+            else:
+                length, i = _slow_varint(buf, i, end)
+            body_end = i + length
+            if length < 0 or body_end > end:
+                raise InvalidRecordError(
+                    f"Invalid record size: expected {length} bytes in record payload, but instead the buffer has only {end - i} remaining bytes.",
+                    position=rec_start,
+                )
+            if length < 6:
+                raise InvalidRecordError("Found invalid record structure", position=rec_start)
+            attrs = buf[i]
+            i += 1
+            b = buf[i]
+            if b < 0x80:
+                tsd = (b >> 1) ^ -(b & 1)
+                i += 1
+            else:
+                tsd, i = _slow_varlong(buf, i, body_end)
+            b = buf[i]
+            if b < 0x80:
+                od = (b >> 1) ^ -(b & 1)
+                i += 1
+            else:
+                od, i = _slow_varint(buf, i, body_end)
+            b = buf[i]
+            if b < 0x80:
+                kl = (b >> 1) ^ -(b & 1)
+                i += 1
+            else:
+                kl, i = _slow_varint(buf, i, body_end)
+            if kl < 0:
+                key = None
+            else:
+                if i + kl > body_end:
+                    raise InvalidRecordError("Found invalid record structure", position=rec_start)
+                key = bytes(buf[i : i + kl])
+                i += kl
+            b = buf[i]
+            if b < 0x80:
+                vl = (b >> 1) ^ -(b & 1)
+                i += 1
+            else:
+                vl, i = _slow_varint(buf, i, body_end)
+            if vl < 0:
+                value = None
+            else:
+                if i + vl > body_end:
+                    raise InvalidRecordError("Found invalid record structure", position=rec_start)
+                value = bytes(buf[i : i + vl])
+                i += vl
+            b = buf[i]
+            if b < 0x80:
+                hc = (b >> 1) ^ -(b & 1)
+                i += 1
+            else:
+                hc, i = _slow_varint(buf, i, body_end)
+            if hc == 0:
+                headers = ()
+            else:
+                if hc < 0:
+                    raise InvalidRecordError(f"Found invalid number of record headers {hc}", position=rec_start)
+                if hc > body_end - i:
+                    raise InvalidRecordError(
+                        f"Found invalid number of record headers. {hc} is larger than the remaining size of the buffer",
+                        position=rec_start,
+                    )
+                hs = []
+                for _h in range(hc):
+                    hkl, i = _slow_varint(buf, i, body_end)
+                    if hkl < 0:
+                        raise InvalidRecordError(f"Invalid negative header key size {hkl}", position=rec_start)
+                    if i + hkl > body_end:
+                        raise InvalidRecordError("Found invalid record structure", position=rec_start)
+                    hk = bytes(buf[i : i + hkl])
+                    i += hkl
+                    hvl, i = _slow_varint(buf, i, body_end)
+                    if hvl < 0:
+                        hv = None
+                    else:
+                        if i + hvl > body_end:
+                            raise InvalidRecordError("Found invalid record structure", position=rec_start)
+                        hv = bytes(buf[i : i + hvl])
+                        i += hvl
+                    hs.append((hk, hv))
+                headers = tuple(hs)
+        except IndexError:
+            raise InvalidRecordError("Found invalid record structure", position=rec_start) from None
+        if i != body_end:
+            raise InvalidRecordError(
+                f"Invalid record size: expected to read {length} bytes in record payload, but instead read {i - (body_end - length)}",
+                position=rec_start,
+            )
+        append((attrs, tsd, od, key, value, headers))
+    if i != end:
+        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=i)
+    return out
+
+
+def _slow_varint(buf, i: int, end: int) -> tuple[int, int]:
+    start = i
+    raw = 0
+    shift = 0
+    while True:
+        if i >= end:
+            raise InvalidRecordError("Found invalid record structure", position=start)
+        b = buf[i]
+        i += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift >= 35:
+            raise InvalidRecordError(
+                "Found invalid record structure (Varint is too long, the most significant bit in the 5th byte is set)",
+                position=start,
+            )
+    raw &= 0xFFFFFFFF
+    return (raw >> 1) ^ -(raw & 1), i
+
+
+def _slow_varlong(buf, i: int, end: int) -> tuple[int, int]:
+    start = i
+    raw = 0
+    shift = 0
+    while True:
+        if i >= end:
+            raise InvalidRecordError("Found invalid record structure", position=start)
+        b = buf[i]
+        i += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if shift >= 70:
+            raise InvalidRecordError(
+                "Found invalid record structure (Varlong is too long, most significant bit in the 10th byte is set)",
+                position=start,
+            )
+    raw &= 0xFFFFFFFFFFFFFFFF
+    return (raw >> 1) ^ -(raw & 1), i
+
+
+try:  # the compiled decoder, when the optional extension was built
+    from kafkatool.record._speedups import decode_records as _fast_decode_records  # type: ignore
+except ImportError:  # pragma: no cover - depends on the build
+    _fast_decode_records = None
+
+_decode = _fast_decode_records or decode_records
+
+
+def batch_records_buffer(
+    batch: Batch, data: bytes | memoryview, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+) -> tuple[bytes | memoryview, int, int]:
+    """The bytes holding the batch's records: ``(buffer, start, end)``.
+
+    ``data`` is the whole batch (12-byte overhead included). Compressed batches are
+    decompressed here; a decompression failure is a :class:`CompressionError` at the
+    batch's payload start.
+    """
+    codec = batch.attributes & 0x07
+    if codec == 0:
+        return data, V2_HEADER_SIZE, batch.size
+    try:
+        raw = decompress(codec, memoryview(data)[V2_HEADER_SIZE : batch.size], magic=batch.magic, max_output=max_decompressed)
+    except CompressionError as e:
+        raise type(e)(e.message, position=V2_HEADER_SIZE) from None
+    return raw, 0, len(raw)
+
+
+def iter_batch_records(
+    batch: Batch, data: bytes | memoryview, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+) -> list[Record]:
+    """Decode every record of a v2 batch (§4.1 "Record iteration").
+
+    ``data`` is the whole batch including its log overhead. Positions in errors are
+    relative to the batch start for uncompressed batches; for compressed batches the
+    error is placed at the payload start and its message names the decompressed offset.
+    """
+    count = batch.count
+    if count == 0:
+        return []  # bytes after a zero-count header are never examined (§17 B.11)
+    if count < 0:
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=57)
+    buf, start, end = batch_records_buffer(batch, data, max_decompressed=max_decompressed)
+    try:
+        raw = _decode(buf, start, end, count)
+    except InvalidRecordError as e:
+        if batch.attributes & 0x07:
+            raise InvalidRecordError(
+                f"{e.message} (at byte {e.position} of the decompressed records)", position=V2_HEADER_SIZE
+            ) from None
+        raise
+    base = batch.offset
+    bseq = batch.base_sequence
+    if batch.attributes & 0x08:  # LogAppendTime: every record shows the batch maxTimestamp
+        mts = batch.max_timestamp
+        ts_of = lambda d: mts  # noqa: E731
+    else:
+        bts = batch.base_timestamp
+        ts_of = lambda d: bts + d  # noqa: E731
+    if bseq == -1:
+        return [Record(base + od, ts_of(tsd), k, v, h, -1, a) for (a, tsd, od, k, v, h) in raw]
+    return [
+        Record(base + od, ts_of(tsd), k, v, h, increment_sequence(bseq, od), a) for (a, tsd, od, k, v, h) in raw
+    ]
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+class RecordSpec(NamedTuple):
+    """A record to write: absolute offset and timestamp; headers as (str|bytes, bytes|None)."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: Sequence[tuple[str | bytes, bytes | None]] = ()
+
+
+def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None, headers=(), attributes: int = 0) -> bytes:
+    """Encode one v2 record (§4.2)."""
+    body = bytearray()
+    body.append(attributes & 0xFF)
+    body += encode_varlong(timestamp_delta)
+    body += encode_varint(offset_delta)
+    if key is None:
+        body += encode_varint(-1)
+    else:
+        body += encode_varint(len(key))
+        body += key
+    if value is None:
+        body += encode_varint(-1)
+    else:
+        body += encode_varint(len(value))
+        body += value
+    body += encode_varint(len(headers))
+    for hk, hv in headers:
+        hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(hk)
+        body += encode_varint(len(hkb))
+        body += hkb
+        if hv is None:
+            body += encode_varint(-1)
+        else:
+            body += encode_varint(len(hv))
+            body += hv
+    return encode_varint(len(body)) + bytes(body)
+
+
+def encode_batch(
+    records: Iterable[RecordSpec],
+    *,
+    base_offset: int | None = None,
+    codec: int = Codec.NONE,
+    log_append_time: int | None = None,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    partition_leader_epoch: int = -1,
+    is_transactional: bool = False,
+    is_control: bool = False,
+    delete_horizon_ms: int | None = None,
+    magic: int = 2,
+    level: int | None = None,
+    last_offset_delta: int | None = None,
+    extra_attributes: int = 0,
+) -> bytes:
+    """Encode one v2 batch, with log overhead, as Kafka's ``MemoryRecordsBuilder`` would.
+
+    ``log_append_time`` makes a LogAppendTime batch whose maxTimestamp is that time.
+    ``base_offset`` defaults to the first record's offset; record offsets are written as
+    deltas from it. An empty ``records`` writes a zero-count (compacted) header.
+    """
+    recs = list(records)
+    if base_offset is None:
+        base_offset = recs[0].offset if recs else 0
+    if delete_horizon_ms is not None:
+        base_ts = delete_horizon_ms
+    else:
+        base_ts = recs[0].timestamp if recs else -1
+    if log_append_time is not None:
+        max_ts = log_append_time
+    else:
+        max_ts = max((r.timestamp for r in recs), default=-1)
+    body = b"".join(
+        encode_record(r.offset - base_offset, r.timestamp - base_ts, r.key, r.value, r.headers) for r in recs
+    )
+    if codec != Codec.NONE:
+        body = compress(codec, body, magic=2, level=level)
+    attrs = (codec & 0x07) | extra_attributes
+    if log_append_time is not None:
+        attrs |= 0x08
+    if is_transactional:
+        attrs |= 0x10
+    if is_control:
+        attrs |= 0x20
+    if delete_horizon_ms is not None:
+        attrs |= 0x40
+    if last_offset_delta is None:
+        last_offset_delta = (recs[-1].offset - base_offset) if recs else 0
+    header_wo_crc = HEADER.pack(
+        base_offset,
+        V2_HEADER_SIZE - 12 + len(body),
+        partition_leader_epoch,
+        magic,
+        0,
+        attrs,
+        last_offset_delta,
+        base_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(recs),
+    )
+    crc = crc32c(header_wo_crc[CRC_START:] + body)
+    return header_wo_crc[:17] + struct.pack(">I", crc) + header_wo_crc[CRC_START:] + body
+
+
+def check_batch_size(size: int, position: int = 0) -> None:
+    """Raise like ``ensureValid`` when a v2 batch is smaller than its header."""
+    if size < V2_HEADER_SIZE:
+        raise CorruptRecordError(
+            f"Record batch is corrupt (the size {size} is smaller than the minimum allowed overhead 61)",
+            position=position,
+        )

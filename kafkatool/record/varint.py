@@ -1,0 +1,130 @@
+"""Protobuf-style varints as Kafka uses them (spec §1).
+
+``decode_varint(buf, pos) -> (value, pos)`` follows kafka-python's shape. Zig-zag
+varints are used inside v2 records; unsigned varints in KRaft/flexible messages.
+"""
+
+from __future__ import annotations
+
+from kafkatool.errors import InvalidRecordError
+
+__all__ = [
+    "decode_varint",
+    "decode_varlong",
+    "decode_uvarint",
+    "encode_varint",
+    "encode_varlong",
+    "encode_uvarint",
+    "size_of_varint",
+]
+
+
+def decode_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Decode a zig-zag varint (at most 5 bytes) at ``pos``; return ``(value, next_pos)``.
+
+    Kafka only checks the top bit of the 5th byte (bits 4-6 overflow silently, §1):
+    the result is truncated to 32 bits the same way.
+    """
+    try:
+        b = buf[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
+        raw = b & 0x7F
+        shift = 7
+        i = pos + 1
+        while True:
+            if i - pos >= 5:
+                raise InvalidRecordError(
+                    "Varint is too long, the most significant bit in the 5th byte is set",
+                    position=pos,
+                )
+            b = buf[i]
+            i += 1
+            raw |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+    except IndexError:
+        raise InvalidRecordError("Found invalid record structure (varint runs past the end)", position=pos) from None
+    raw &= 0xFFFFFFFF
+    value = (raw >> 1) ^ -(raw & 1)
+    return value, i
+
+
+def decode_varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
+    """Decode a zig-zag varlong (at most 10 bytes) at ``pos``; return ``(value, next_pos)``."""
+    try:
+        b = buf[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
+        raw = b & 0x7F
+        shift = 7
+        i = pos + 1
+        while True:
+            if i - pos >= 10:
+                raise InvalidRecordError(
+                    "Varlong is too long, most significant bit in the 10th byte is set",
+                    position=pos,
+                )
+            b = buf[i]
+            i += 1
+            raw |= (b & 0x7F) << shift
+            if b < 0x80:
+                break
+            shift += 7
+    except IndexError:
+        raise InvalidRecordError("Found invalid record structure (varlong runs past the end)", position=pos) from None
+    raw &= 0xFFFFFFFFFFFFFFFF
+    value = (raw >> 1) ^ -(raw & 1)
+    return value, i
+
+
+def decode_uvarint(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
+    """Decode a plain (unsigned, no zig-zag) varint; return ``(value, next_pos)``."""
+    raw = 0
+    shift = 0
+    i = pos
+    try:
+        while True:
+            if i - pos >= max_bytes:
+                raise InvalidRecordError("Unsigned varint is too long", position=pos)
+            b = buf[i]
+            i += 1
+            raw |= (b & 0x7F) << shift
+            if b < 0x80:
+                return raw, i
+            shift += 7
+    except IndexError:
+        raise InvalidRecordError("Unsigned varint runs past the end of the buffer", position=pos) from None
+
+
+def encode_uvarint(value: int) -> bytes:
+    """Encode an unsigned varint."""
+    if value < 0:
+        raise ValueError(f"unsigned varint cannot hold {value}")
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def encode_varint(value: int) -> bytes:
+    """Encode a zig-zag varint (32-bit)."""
+    return encode_uvarint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+
+
+def encode_varlong(value: int) -> bytes:
+    """Encode a zig-zag varlong (64-bit)."""
+    return encode_uvarint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def size_of_varint(value: int) -> int:
+    """Bytes :func:`encode_varint` would produce for ``value``."""
+    v = ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF
+    n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n

@@ -1,0 +1,246 @@
+"""kafka-dump-log's text output, template for template (spec §15, newest version).
+
+Pure functions of the dump model: each returns the text to write (lines joined, ending
+in a newline) and whether it goes to stdout or stderr. The quirks are kept on purpose:
+the stray ``}`` after a legacy record's crc, ``OptionalLong.empty``, the empty line for
+a control record under ``--skip-record-metadata``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from kafkatool import dump as d
+from kafkatool.record.batch import Batch, Record
+from kafkatool.record.compression import codec_name
+from kafkatool.record.control import control_type_name, kafka_json
+from kafkatool.render.decoders import get_decoder
+from kafkatool.render.sidefiles import (
+    offset_index_line,
+    snapshot_entry_line,
+    time_index_line,
+    txn_entry_line,
+)
+
+__all__ = ["TextRenderer", "batch_line", "record_line"]
+
+_BOOL = {True: "true", False: "false"}
+_TS = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+
+
+def batch_line(b: Batch) -> str:
+    """The one line DumpLogSegments prints per batch (v2 and higher magic) or legacy entry."""
+    if b.magic >= 2:
+        attrs = b.attributes
+        dh = f"OptionalLong[{b.base_timestamp}]" if attrs & 0x40 else "OptionalLong.empty"
+        bseq = b.base_sequence
+        return (
+            f"baseOffset: {b.offset} lastOffset: {b.offset + b.last_offset_delta} count: {b.count}"
+            f" baseSequence: {bseq} lastSequence: {b.last_sequence if bseq != -1 else -1}"
+            f" producerId: {b.producer_id} producerEpoch: {b.producer_epoch}"
+            f" partitionLeaderEpoch: {b.partition_leader_epoch} isTransactional: {_BOOL[bool(attrs & 0x10)]}"
+            f" isControl: {_BOOL[bool(attrs & 0x20)]} deleteHorizonMs: {dh} position: {b.position}"
+            f" {'LogAppendTime' if attrs & 0x08 else 'CreateTime'}: {b.max_timestamp} size: {b.size}"
+            f" magic: {b.magic} compresscodec: {codec_name(attrs & 0x07)} crc: {b.crc}"
+            f" isvalid: {_BOOL[b.crc == b.computed_crc]}"
+        )
+    return (
+        f"offset: {b.offset} position: {b.position} {_TS[b.timestamp_type]}: {b.max_timestamp}"
+        f" size: {b.size} magic: {b.magic} compresscodec: {codec_name(b.attributes & 0x07)} crc: {b.crc}"
+        f" isvalid: {_BOOL[b.crc == b.computed_crc]}"
+    )
+
+
+def control_suffix(c: d.Control) -> str:
+    """The control-record part of a record line (§15.3)."""
+    if c.coordinator_epoch is not None:
+        return f" endTxnMarker: {control_type_name(c.type_id)} coordinatorEpoch: {c.coordinator_epoch}"
+    if c.label is not None:
+        return f" {c.label} {kafka_json(c.fields)}"
+    return f" controlType: {control_type_name(c.type_id)}({c.type_id})"
+
+
+def record_line(
+    b: Batch,
+    r: Record,
+    *,
+    print_data: bool,
+    skip_metadata: bool,
+    control: d.Control | None = None,
+    key_decoder: Callable[[bytes], str],
+    value_decoder: Callable[[bytes], str],
+) -> str:
+    """One ``| offset: ...`` line (spec §15.3)."""
+    data = ""
+    if print_data and not b.is_control:
+        if r.key is not None:
+            data = f" key: {key_decoder(r.key)}"
+        if r.value is not None:
+            data += f" payload: {value_decoder(r.value)}"
+    if skip_metadata:
+        return "|" + data if r.key is not None and data else data
+    key = r.key
+    value = r.value
+    head = (
+        f"| offset: {r.offset} {_TS[b.timestamp_type]}: {r.timestamp}"
+        f" keySize: {-1 if key is None else len(key)} valueSize: {-1 if value is None else len(value)}"
+    )
+    if b.magic >= 2:
+        hk = ",".join(k.decode("utf-8", "replace") for k, _v in r.headers)
+        head += f" sequence: {r.sequence} headerKeys: [{hk}]"
+    else:
+        head += f" isValid: {_BOOL[bool(r.crc_valid)]} crc: {r.crc}}}"
+    if control is not None:
+        head += control_suffix(control)
+    return head + data
+
+
+class TextRenderer:
+    """Renders dump items as kafka-dump-log text. :meth:`render` returns ``(text, to_stderr)``."""
+
+    def __init__(self, opts: d.DumpOptions, key_decoder: str = "string", value_decoder: str = "string") -> None:
+        self.opts = opts
+        self.kd = get_decoder(key_decoder)
+        self.vd = get_decoder(value_decoder)
+
+    def render(self, item: object) -> tuple[str, bool]:
+        t = type(item)
+        if t is d.BatchItem:
+            return self.batch(item), False  # type: ignore[arg-type]
+        fn = _DISPATCH.get(t)
+        if fn is None:
+            return "", False
+        return fn(self, item)
+
+    def batch(self, item: d.BatchItem) -> str:
+        b = item.batch
+        lines = [batch_line(b)]
+        records = item.records
+        if records is not None:
+            opts = self.opts
+            pd = opts.print_data
+            skip = opts.skip_record_metadata
+            kd, vd = self.kd, self.vd
+            controls = item.controls
+            if b.magic >= 2 and not b.is_control and not skip:
+                lines.extend(_fast_v2_lines(b, records, pd, kd, vd))
+            else:
+                for i, r in enumerate(records):
+                    lines.append(
+                        record_line(
+                            b,
+                            r,
+                            print_data=pd,
+                            skip_metadata=skip,
+                            control=controls[i] if controls is not None and i < len(controls) else None,
+                            key_decoder=kd,
+                            value_decoder=vd,
+                        )
+                    )
+        lines.append("")
+        return "\n".join(lines)
+
+
+def _fast_v2_lines(b: Batch, records: list[Record], print_data: bool, kd, vd) -> list[str]:
+    """Record lines of a v2 data batch: the hot loop of a deep dump, kept flat."""
+    tst = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
+    out = []
+    append = out.append
+    for r in records:
+        key = r.key
+        value = r.value
+        if r.headers:
+            hk = ",".join(k.decode("utf-8", "replace") for k, _v in r.headers)
+        else:
+            hk = ""
+        line = (
+            f"| offset: {r.offset} {tst}: {r.timestamp} keySize: {-1 if key is None else len(key)}"
+            f" valueSize: {-1 if value is None else len(value)} sequence: {r.sequence} headerKeys: [{hk}]"
+        )
+        if print_data:
+            if key is not None:
+                line += f" key: {kd(key)}"
+            if value is not None:
+                line += f" payload: {vd(value)}"
+        append(line)
+    return out
+
+
+def _header(self: TextRenderer, item: d.FileHeader) -> tuple[str, bool]:
+    text = f"Dumping {item.path}\n"
+    if item.second_line is not None:
+        text += item.second_line + "\n"
+    return text, False
+
+
+def _note(self: TextRenderer, item: d.Note) -> tuple[str, bool]:
+    return item.text + "\n", item.stderr
+
+
+def _index_entry(self: TextRenderer, item: d.IndexEntryItem) -> tuple[str, bool]:
+    return offset_index_line(item.offset, item.position) + "\n", False
+
+
+def _time_entry(self: TextRenderer, item: d.TimeIndexEntryItem) -> tuple[str, bool]:
+    return time_index_line(item.timestamp, item.offset) + "\n", False
+
+
+def _snapshot_entry(self: TextRenderer, item: d.SnapshotEntryItem) -> tuple[str, bool]:
+    return snapshot_entry_line(item.entry) + "\n", False
+
+
+def _txn_entry(self: TextRenderer, item: d.TxnEntryItem) -> tuple[str, bool]:
+    return txn_entry_line(item.entry) + "\n", False
+
+
+def _checkpoint(self: TextRenderer, item: d.CheckpointItem) -> tuple[str, bool]:
+    return " ".join(f"{k}: {v}" for k, v in item.fields) + "\n", False
+
+
+def _trailing(self: TextRenderer, item: d.TrailingBytes) -> tuple[str, bool]:
+    return f"Found {item.length} invalid bytes at the end of {item.name}\n", False
+
+
+def _error(self: TextRenderer, item: d.FileError) -> tuple[str, bool]:
+    return f"kafkatool: error: {item.error}\n", True
+
+
+def _mismatches(self: TextRenderer, item: d.IndexMismatches) -> tuple[str, bool]:
+    lines = [f"Mismatches in :{item.abs_path}"]
+    lines += [f"  Index offset: {i}, log offset: {lo}" for i, lo in item.pairs]
+    return "\n".join(lines) + "\n", True
+
+
+def _ts_problems(self: TextRenderer, item: d.TimeIndexProblems) -> tuple[str, bool]:
+    if item.kind == "mismatch":
+        lines = [f"Found timestamp mismatch in :{item.abs_path}"]
+        lines += [f"  Index timestamp: {a}, log timestamp: {b}" for a, b in item.pairs]
+    elif item.kind == "out_of_order":
+        lines = [f"Found out of order timestamp in :{item.abs_path}"]
+        lines += [f"  Index timestamp: {a}, Previously indexed timestamp: {b}" for a, b in item.pairs]
+    else:
+        lines = ["The following indexed offsets are not found in the log."]
+        lines += [f"Indexed offset: {a}, found log offset: {b}" for a, b in item.pairs]
+    return "\n".join(lines) + "\n", True
+
+
+def _non_consecutive(self: TextRenderer, item: d.NonConsecutive) -> tuple[str, bool]:
+    lines = [f"Non-consecutive offsets in {item.abs_path}"]
+    lines += [f"  {a} is followed by {b}" for a, b in item.pairs]
+    return "\n".join(lines) + "\n", True
+
+
+_DISPATCH = {
+    d.FileHeader: _header,
+    d.Note: _note,
+    d.IndexEntryItem: _index_entry,
+    d.TimeIndexEntryItem: _time_entry,
+    d.SnapshotEntryItem: _snapshot_entry,
+    d.TxnEntryItem: _txn_entry,
+    d.CheckpointItem: _checkpoint,
+    d.TrailingBytes: _trailing,
+    d.FileError: _error,
+    d.IndexMismatches: _mismatches,
+    d.TimeIndexProblems: _ts_problems,
+    d.NonConsecutive: _non_consecutive,
+}

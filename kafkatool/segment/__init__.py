@@ -1,0 +1,1 @@
+"""Segment files on disk: the batch walker, index/timeindex/txnindex, producer snapshots, checkpoints."""
