@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
-from kafkatool.errors import KafkaToolError
+from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import Batch, Record
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkatool.record.control import (
@@ -349,10 +349,18 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
     opts = state.opts
     try:
         second = _log_second_line(name)
-    except KafkaToolError:
+    except KafkaToolError as e:
+        # kafka-dump-log dies here (NumberFormatException); the batches are still readable
+        # (a renamed copy of a segment, a test file), so say so and dump them.
         yield FileHeader(display, "log")
-        raise
-    yield FileHeader(display, "log", second)
+        yield Note(
+            display,
+            f"kafkatool: warning: {e}; dumping the batches anyway (kafka-dump-log would stop here)",
+            stderr=True,
+            kind="warning",
+        )
+    else:
+        yield FileHeader(display, "log", second)
     if opts.max_bytes < 0:
         raise KafkaToolError(f"Invalid size: {opts.max_bytes} in read from FileRecords", path=display)
     start = _seek_start(path, name, opts)
@@ -366,6 +374,13 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
     walker = SegmentWalker(path, start=start, end=min(os.path.getsize(path), opts.max_bytes), path=display)
     with walker:
         for batch, data in walker:
+            if batch.attributes & 0x07 > 4:
+                # CompressionType.forId fails as soon as the codec is queried (§17 B.23).
+                raise InvalidRecordError(
+                    f"Unknown compression type id: {batch.attributes & 0x07}",
+                    path=display,
+                    position=batch.position + (22 if batch.magic >= 2 else 17),
+                )
             if filtering:
                 if eo is not None and batch.offset > eo and batch.magic >= 2:
                     break
@@ -428,10 +443,10 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
 
 
 def _sibling_log(path: str, display: str) -> str:
-    log_path = names.sibling(path, ".log")
+    log_path = str(names.sibling(path, ".log"))
     if not os.path.isfile(log_path):
         raise KafkaToolError(
-            f"the segment file {normalize_display_path(log_path)} is missing; an index can only be checked against its log",
+            f"the segment file {normalize_display_path(str(log_path))} is missing; an index can only be checked against its log",
             path=display,
         )
     return log_path
@@ -499,10 +514,10 @@ def _dump_time_index(path: str, display: str, name: str, state: _RunState) -> It
     opts = state.opts
     base = names.parse_base_offset(name)
     log_path = _sibling_log(path, display)
-    index_path = names.sibling(path, ".index")
+    index_path = str(names.sibling(path, ".index"))
     if not os.path.isfile(index_path):
         raise KafkaToolError(
-            f"the offset index {normalize_display_path(index_path)} is missing; kafka-dump-log would create it, kafkatool does not",
+            f"the offset index {normalize_display_path(str(index_path))} is missing; kafka-dump-log would create it, kafkatool does not",
             path=display,
         )
     if not os.path.isfile(path):
@@ -544,7 +559,7 @@ def _dump_time_index(path: str, display: str, name: str, state: _RunState) -> It
                     try:
                         log_ts = _max_record_timestamp(found_batch, found_data, opts)
                     except KafkaToolError as e:
-                        raise e.at(normalize_display_path(log_path), found_batch.position) from None
+                        raise e.at(normalize_display_path(str(log_path)), found_batch.position) from None
                     if log_ts != ts:
                         mismatch.append((ts, log_ts))
                     if prev_ts >= ts:
@@ -580,8 +595,10 @@ def _dump_snapshot(path: str, display: str) -> Iterator[object]:
 def _dump_txn_index(path: str, display: str) -> Iterator[object]:
     if not os.path.exists(path):
         return  # Kafka prints nothing for a missing .txnindex
-    index = txn.read_txn_index(path)
-    for entry in index.entries:
+    with open(path, "rb") as f:
+        data = f.read()
+    # entries print until a bad one, which raises (as Kafka's iteration does)
+    for entry in txn.iter_txn_index(data, absolute_path(path)):
         yield TxnEntryItem(display, entry)
 
 

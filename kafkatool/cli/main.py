@@ -18,6 +18,8 @@ class ExitCode(IntEnum):
     """dump: a file could not be fully dumped; verify: findings; repair dry run: changes needed."""
     USAGE = 2
     """Bad usage or an I/O error before any work."""
+    INTERNAL = 3
+    """A kafkatool bug: an unexpected exception (reported in one line, never a traceback)."""
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -38,13 +40,42 @@ _register()
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
+    from kafkatool.errors import KafkaToolError
+
     try:
-        cli.main(args=argv, prog_name="kafkatool", standalone_mode=True)
+        cli.main(args=argv, prog_name="kafkatool", standalone_mode=False)
+    except click.exceptions.Abort:
+        sys.stderr.write("Aborted!\n")
+        sys.exit(ExitCode.FINDINGS)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(ExitCode.USAGE)
     except BrokenPipeError:  # e.g. `kafkatool dump big.log | head`
-        try:
-            sys.stdout = None  # type: ignore[assignment]
-        finally:
-            sys.exit(ExitCode.OK)
+        _quiet_stdout()
+        sys.exit(ExitCode.OK)
+    except KafkaToolError as e:
+        sys.stderr.write(f"kafkatool: error: {e}\n")
+        sys.exit(ExitCode.FINDINGS)
+    except OSError as e:
+        sys.stderr.write(f"kafkatool: error: {e.filename or ''}: {e.strerror or e}\n")
+        sys.exit(ExitCode.USAGE)
+    except Exception as e:  # a bug: one line, not a traceback
+        sys.stderr.write(
+            f"kafkatool: internal error: {type(e).__name__}: {e} (please report this with the command line)\n"
+        )
+        sys.exit(ExitCode.INTERNAL)
+    sys.exit(ExitCode.OK)
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush is silent."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,7 +27,8 @@ class TableRenderer:
         self.vd = get_decoder(value_decoder)
         tty = sys.stdout.isatty()
         self.console = Console(
-            width=width,
+            # at a terminal use its width; into a pipe or file, wide enough not to fold every cell
+            width=width if width is not None else (None if tty else 200),
             force_terminal=tty if color is None else color,
             no_color=not (tty if color is None else color),
             highlight=False,
@@ -49,7 +50,13 @@ class TableRenderer:
     def _flush(self) -> str:
         if self.table is None or self.rows == 0:
             return ""
-        text = self._capture(self.table)
+        from rich.text import Text
+
+        parts = [self.table]
+        if self.title:
+            parts.insert(0, Text(self.title, style="bold"))
+            self.title = ""  # once per file, not per chunk
+        text = self._capture(*parts)
         self._new_table(self.kind)
         return text
 
@@ -58,25 +65,25 @@ class TableRenderer:
 
         self.kind = kind
         self.rows = 0
-        t = Table(title=self.title, title_justify="left", show_lines=False, expand=False)
+        t = Table(show_lines=False, expand=False)
         if kind == "log":
             for name, just in (
                 ("position", "right"), ("offsets", "right"), ("count", "right"), ("magic", "right"),
                 ("codec", "left"), ("timestamp", "right"), ("producer", "left"), ("flags", "left"),
                 ("size", "right"), ("crc", "left"),
             ):
-                t.add_column(name, justify=just, no_wrap=name != "flags")
+                t.add_column(name, justify=just, overflow="fold")
         elif kind == "records":
             for name in ("offset", "timestamp", "key", "value", "headers"):
                 t.add_column(name, overflow="fold")
         elif kind == "index":
-            t.add_column("offset", justify="right")
-            t.add_column("position", justify="right")
+            t.add_column("offset", justify="right", overflow="fold")
+            t.add_column("position", justify="right", overflow="fold")
         elif kind == "timeindex":
-            t.add_column("timestamp", justify="right")
-            t.add_column("offset", justify="right")
+            t.add_column("timestamp", justify="right", overflow="fold")
+            t.add_column("offset", justify="right", overflow="fold")
         else:
-            t.add_column("entry")
+            t.add_column("entry", overflow="fold")
         self.table = t
 
     def _row(self, *cells, style: str | None = None) -> str:
@@ -127,37 +134,42 @@ class TableRenderer:
             flags.append(f"horizon={b.base_timestamp}")
         producer = f"{b.producer_id}/{b.producer_epoch} seq {b.base_sequence}..{b.last_sequence}" if b.magic >= 2 else "-"
         first = item.base_offset if item.base_offset is not None else b.offset
-        out = self._row(
-            b.position,
-            f"{first}..{b.last_offset}",
-            "-" if b.count is None else b.count,
-            b.magic,
-            codec_name(b.attributes & 7),
-            f"{_TS[b.timestamp_type]} {b.max_timestamp}",
-            producer,
-            ",".join(flags),
-            b.size,
-            "ok" if b.crc_valid else f"BAD {b.crc}!={b.computed_crc}",
-            style=None if b.crc_valid else "bold red",
-        )
-        if item.records:
-            out += self._flush()
+        crc = "ok" if b.crc_valid else f"BAD {b.crc}!={b.computed_crc}"
+        style = None if b.crc_valid else "bold red"
+        if not self.opts.deep:
+            return self._row(
+                b.position, f"{first}..{b.last_offset}", "-" if b.count is None else b.count, b.magic,
+                codec_name(b.attributes & 7), f"{_TS[b.timestamp_type]} {b.max_timestamp}", producer,
+                ",".join(flags), b.size, crc, style=style,
+            )
+        # deep: one table per file; a batch is a bold row, its records follow it
+        if self.kind != "records":
+            text = self._flush()
             self._new_table("records")
-            for i, r in enumerate(item.records):
-                if b.is_control:
-                    c = item.controls[i] if item.controls and i < len(item.controls) else None
-                    value = control_suffix(c).strip() if c else "(control)"
-                    key = "(control)"
-                else:
-                    key = "null" if r.key is None else self.kd(r.key)
-                    value = "null" if r.value is None else self.vd(r.value)
-                headers = ", ".join(
-                    f"{k.decode('utf-8', 'replace')}={'null' if v is None else self.vd(v)}" for k, v in r.headers
-                )
-                out += self._row(r.offset, r.timestamp, key, value, headers)
-            out += self._flush()
-            self._new_table("log")
-        return out
+        else:
+            text = ""
+        summary = " ".join(
+            x for x in (
+                f"batch @{b.position}", f"size {b.size}", f"v{b.magic}", codec_name(b.attributes & 7),
+                "" if b.count is None else f"count {b.count}", producer if b.magic >= 2 else "", ",".join(flags),
+            ) if x
+        )
+        text += self._row(
+            f"{first}..{b.last_offset}", f"{_TS[b.timestamp_type]} {b.max_timestamp}", summary, f"crc {crc}", "",
+            style=style or "bold",
+        )
+        for i, r in enumerate(item.records or ()):
+            if b.is_control:
+                c = item.controls[i] if item.controls and i < len(item.controls) else None
+                key, value = "(control)", control_suffix(c).strip() if c else "(control)"
+            else:
+                key = "null" if r.key is None else self.kd(r.key)
+                value = "null" if r.value is None else self.vd(r.value)
+            headers = ", ".join(
+                f"{k.decode('utf-8', 'replace')}={'null' if v is None else self.vd(v)}" for k, v in r.headers
+            )
+            text += self._row(f"  {r.offset}", r.timestamp, key, value, headers)
+        return text
 
     def close(self) -> str:
         return self._flush()

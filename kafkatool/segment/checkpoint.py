@@ -285,11 +285,13 @@ def decode_partition_metadata(data: bytes, location: str = "<memory>") -> Partit
     lines = _read_lines(text)
 
     def value_of(i: int) -> tuple[_Line, str]:
-        line = lines[i] if i < len(lines) else None
-        parts = None if line is None else _java_split(_METADATA_SEP, line.text)
-        if line is None or parts is None or len(parts) != 2:
-            raise _malformed(location, text, line)
-        return line, parts[1]
+        # A missing line is a NullPointerException in Kafka; newer Kafka reports it as "null".
+        if i >= len(lines):
+            raise _malformed(location, text, None)
+        parts = _java_split(_METADATA_SEP, lines[i].text)
+        if len(parts) != 2:
+            raise _malformed(location, text, lines[i])
+        return lines[i], parts[1]
 
     line, value = value_of(0)
     version = java_parse_int(value, 32)

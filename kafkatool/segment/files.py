@@ -260,7 +260,7 @@ def classify(name: str | os.PathLike[str]) -> FileKind:
     fixed = _FIXED_NAMES.get(base)
     if fixed is not None:
         return fixed
-    inner, temp = split_temp_suffix(base)
+    _, temp = split_temp_suffix(base)
     if temp is not None:
         return _TEMP_KINDS[temp]
     match = _SEGMENT_NAME.fullmatch(base)

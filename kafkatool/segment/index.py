@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, Generic, Iterable, Iterator, NamedTuple, Sequence, TypeVar, overload
+from typing import Callable, Iterable, Iterator, NamedTuple, Sequence, TypeVar, overload
 
 from kafkatool.errors import CorruptIndexError
 from kafkatool.segment.files import parse_base_offset
@@ -99,7 +99,7 @@ class TimeIndexEntry(NamedTuple):
 E = TypeVar("E", OffsetIndexEntry, TimeIndexEntry)
 
 
-class IndexEntries(Sequence[E], Generic[E]):
+class IndexEntries(Sequence[E]):
     """A read-only sequence of index entries decoded on access from the file bytes."""
 
     __slots__ = ("_data", "_layout", "_factory", "_count")

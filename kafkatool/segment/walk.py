@@ -289,17 +289,13 @@ class SegmentWalker:
 
 def _size_error(size: int, path: str) -> CorruptRecordError:
     return CorruptRecordError(
-        f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0}) in file {path}.",
-        expected=f">= {RECORD_OVERHEAD_V0}",
-        found=size,
+        f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0}) in file {path}."
     )
 
 
 def _short_v2_error(total: int) -> CorruptRecordError:
     return CorruptRecordError(
-        f"Record batch is corrupt (the size {total} is smaller than the minimum allowed overhead {V2_HEADER_SIZE})",
-        expected=f">= {V2_HEADER_SIZE}",
-        found=total,
+        f"Record batch is corrupt (the size {total} is smaller than the minimum allowed overhead {V2_HEADER_SIZE})"
     )
 
 
@@ -310,9 +306,7 @@ def _decode_legacy(mv: memoryview, rel: int, pos: int, total: int, crc: bool = T
     if magic == 1:
         if size < RECORD_OVERHEAD_V1:
             raise CorruptRecordError(
-                f"Record is corrupt (the size {size} is smaller than the magic v1 message overhead {RECORD_OVERHEAD_V1})",
-                expected=f">= {RECORD_OVERHEAD_V1}",
-                found=size,
+                f"Record is corrupt (the size {size} is smaller than the magic v1 message overhead {RECORD_OVERHEAD_V1})"
             )
         (ts,) = _I64.unpack_from(mv, rel + 18)
     else:

@@ -1,0 +1,973 @@
+"""Man pages generated from the Click definitions (the httpie/hatch model).
+
+``python -m kafkatool.cli.manpage man/`` writes ``kafkatool.1`` and one
+``kafkatool-<command>.1`` per command of :data:`kafkatool.cli.main.cli`;
+``--check`` only lists the pages that are out of date. The generated parts come from
+the CLI definition: NAME and DESCRIPTION from the docstrings, SYNOPSIS from Click's
+usage pieces, OPTIONS and ARGUMENTS from the parameters (names, metavars, choices,
+defaults, help), the group's EXIT STATUS from :class:`~kafkatool.cli.main.ExitCode`.
+What a docstring cannot say (output formats, schemas, examples) is written by hand
+in :data:`EXTRA_SECTIONS`, keyed by command name.
+
+Adding a command's hand-written sections::
+
+    EXTRA_SECTIONS["verify"] = [
+        ("EXIT STATUS", exit_status({0: "No findings.", 1: "Findings: ..."})),
+        ("EXAMPLES", example("kafkatool verify /var/lib/kafka/data/orders-0")),
+    ]
+
+A section body is roff text; build it with :func:`para`, :func:`tagged`, :func:`bullets`,
+:func:`example`, :func:`subsection` and :func:`exit_status`, which escape their text. In their prose
+arguments ```literal``` prints in bold and ``*name*`` in italics. A body may also be a
+callable taking the Click command and returning roff, for text derived from the
+command's parameters. Without an ``EXIT STATUS`` section a command page gets the
+generic one from ``ExitCode``. The output is deterministic: no dates, only the
+package version.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import inspect
+import re
+import sys
+import textwrap
+from pathlib import Path
+from typing import Callable, Iterable, Iterator, Sequence, Union
+
+import click
+
+from kafkatool import __version__
+
+__all__ = [
+    "EXTRA_SECTIONS",
+    "check",
+    "escape",
+    "exit_status",
+    "main",
+    "page_name",
+    "render_command_page",
+    "render_group_page",
+    "render_pages",
+    "write_all",
+]
+
+PROG = "kafkatool"
+MANUAL = "kafkatool manual"
+SECTION = "1"
+REGENERATE = "python -m kafkatool.cli.manpage man/"
+
+SectionBody = Union[str, Callable[[click.Command], str]]
+
+# --------------------------------------------------------------------------- roff escaping
+
+_SPECIAL = {"\\": "\\e", "-": "\\-"}
+_MARKUP = re.compile(r"`([^`]+)`|\*([^*\s](?:[^*]*[^*\s])?)\*")
+_LITERALS = re.compile(r"`([^`]+)`()")  # for Click's own texts, where a ``*`` may be a glob
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]'\"`][.!?])\s+(?=[A-Z`(])")
+
+
+def escape(text: str) -> str:
+    """``text`` as roff: backslashes and hyphens escaped, non-ASCII as ``\\[uXXXX]``, control
+    characters dropped, and a ``\\&`` before a ``.`` or ``'`` that starts a line (it would be a request)."""
+    return _protect_lines(_esc_raw(text))
+
+
+def _protect_lines(roff: str) -> str:
+    return "\n".join("\\&" + line if line[:1] in (".", "'") else line for line in roff.split("\n"))
+
+
+def _inline(text: str, italics: bool = True) -> str:
+    """Escape prose, turning ```literal``` into bold and (with ``italics``) ``*name*`` into italics."""
+    out = []
+    last = 0
+    for m in (_MARKUP if italics else _LITERALS).finditer(text):
+        out.append(_esc_raw(text[last : m.start()]))
+        if m.group(1) is not None:
+            out.append(f"\\fB{_esc_raw(m.group(1))}\\fR")
+        else:
+            out.append(f"\\fI{_esc_raw(m.group(2))}\\fR")
+        last = m.end()
+    out.append(_esc_raw(text[last:]))
+    return "".join(out)
+
+
+def _esc_raw(text: str) -> str:
+    """Character escaping only (the caller protects line starts)."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in _SPECIAL:
+            out.append(_SPECIAL[ch])
+        elif code > 126:
+            out.append(f"\\[u{code:04X}]")
+        elif code < 32 and ch != "\n":
+            out.append(" " if ch == "\t" else "")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _prose(text: str, italics: bool = True) -> str:
+    """A paragraph of prose as roff text lines, one sentence per line (roff's convention)."""
+    flat = " ".join(text.split())
+    if not flat:
+        return ""
+    return _protect_lines("\n".join(_inline(s, italics) for s in _SENTENCE_END.split(flat)))
+
+
+def _quote_arg(text: str) -> str:
+    if '"' in text or "\n" in text:
+        raise ValueError(f"a macro argument cannot hold a quote or newline: {text!r}")
+    return f'"{_esc_raw(text)}"'
+
+
+# --------------------------------------------------------------------------- building blocks
+
+
+def para(*paragraphs: str) -> str:
+    """One ``.PP`` paragraph per argument."""
+    return "\n".join(f".PP\n{_prose(p)}" for p in paragraphs if p.strip())
+
+
+def subsection(title: str, *paragraphs: str) -> str:
+    """A ``.SS`` heading, then paragraphs."""
+    body = para(*paragraphs)
+    return f".SS {_quote_arg(title)}" + (f"\n{body}" if body else "")
+
+
+def tagged(items: Iterable[tuple[str, str]], *, literal_terms: bool = True) -> str:
+    """A ``.TP`` list: each term (bold when ``literal_terms``) above its indented text."""
+    out = []
+    for term, text in items:
+        t = f"\\fB{_esc_raw(term)}\\fR" if literal_terms else _inline(term)
+        out.append(f".TP\n{_protect_lines(t)}\n{_prose(text)}")
+    return "\n".join(out)
+
+
+def bullets(items: Iterable[str]) -> str:
+    """A bulleted list."""
+    return "\n".join(f".IP \\(bu 2\n{_prose(item)}" for item in items)
+
+
+def example(code: str, caption: str | None = None) -> str:
+    """A verbatim, indented block (commands, output lines); ``caption`` is prose above it."""
+    lines = textwrap.dedent(code).strip("\n").split("\n")
+    body = "\n".join("\\&" if not line.strip() else _protect_lines(_esc_raw(line)) for line in lines)
+    head = para(caption) + "\n" if caption else ".PP\n"
+    return f"{head}.RS 4\n.nf\n{body}\n.fi\n.RE"
+
+
+def _join(*parts: str) -> str:
+    return "\n".join(p for p in parts if p)
+
+
+# --------------------------------------------------------------------------- Click introspection
+
+
+def _is_unset(value: object) -> bool:
+    # Click >= 8.3 marks "no default" with an enum sentinel instead of None.
+    return value is None or (isinstance(value, enum.Enum) and value.name == "UNSET")
+
+
+def _context(command: click.Command, name: str, parent: click.Context | None = None) -> click.Context:
+    return click.Context(command, info_name=name, parent=parent, **(command.context_settings or {}))
+
+
+def _help_text(command: click.Command) -> str:
+    text = inspect.cleandoc(command.help or "")
+    return text.split("\f", 1)[0].strip()
+
+
+def _short_help(command: click.Command) -> str:
+    return " ".join(command.get_short_help_str(limit=10_000).split()).rstrip(".")
+
+
+def _docstring_roff(text: str) -> str:
+    """Click help text: blank-line paragraphs; a paragraph led by ``\\b`` keeps its lines."""
+    out = []
+    for block in re.split(r"\n\s*\n", text):
+        if not block.strip():
+            continue
+        if block.lstrip().startswith("\b"):
+            lines = block.lstrip()[1:].strip("\n").split("\n")
+            out.append(".PP\n.nf\n" + "\n".join(_protect_lines(_inline(ln, False)) or "\\&" for ln in lines) + "\n.fi")
+        else:
+            out.append(f".PP\n{_prose(block, italics=False)}")
+    return "\n".join(out)
+
+
+def _metavar(param: click.Parameter, ctx: click.Context) -> str:
+    try:
+        return param.make_metavar(ctx)  # Click >= 8.2
+    except TypeError:  # pragma: no cover - Click 8.1
+        return param.make_metavar()  # type: ignore[call-arg]
+
+
+def _option_term(opt: click.Option, ctx: click.Context) -> str:
+    ordered = sorted(opt.opts, key=lambda n: len(n) - len(n.lstrip("-/+"))) + list(opt.secondary_opts)
+    names = ", ".join(f"\\fB{_esc_raw(n)}\\fR" for n in ordered)
+    if opt.is_flag or opt.count:
+        return names
+    if isinstance(opt.type, click.Choice) and opt.metavar is None:
+        value = "|".join(f"\\fB{_esc_raw(str(c))}\\fR" for c in opt.type.choices)
+    else:
+        mv = _metavar(opt, ctx)
+        dots = mv.endswith("...")
+        mv = mv[:-3] if dots else mv
+        value = f"\\fI{_esc_raw(mv)}\\fR" + ("..." if dots else "")
+    return f"{names} {value}"
+
+
+def _option_default(opt: click.Option, ctx: click.Context) -> str | None:
+    if opt.show_default is False:
+        return None
+    if isinstance(opt.show_default, str):
+        return opt.show_default
+    default = opt.get_default(ctx, call=False)
+    if _is_unset(default) or callable(default):
+        return None
+    if (opt.is_flag and not opt.secondary_opts) or (opt.count and not default):
+        return None  # a plain flag is off, a counter 0, unless given
+    if opt.is_flag:
+        return (opt.opts if default else opt.secondary_opts)[0]
+    if isinstance(default, (list, tuple)):
+        if not default:
+            return None
+        return ", ".join(str(d) for d in default)
+    if isinstance(default, enum.Enum):
+        return str(default.value)
+    return str(default)
+
+
+def _option_help(opt: click.Option, ctx: click.Context) -> str:
+    parts = [" ".join(inspect.cleandoc(opt.help or "").split())]
+    default = _option_default(opt, ctx)
+    if default is not None and default != "":
+        parts.append(f"Default: `{default}`.")
+    if opt.multiple:
+        parts.append("May be given more than once.")
+    if opt.required:
+        parts.append("Required.")
+    if opt.envvar:
+        envvars = [opt.envvar] if isinstance(opt.envvar, str) else list(opt.envvar)
+        parts.append("Environment variable: " + ", ".join(f"`{e}`" for e in envvars) + ".")
+    if getattr(opt, "deprecated", False):
+        parts.append("Deprecated.")
+    return " ".join(p for p in parts if p)
+
+
+def _visible_options(command: click.Command, ctx: click.Context) -> list[click.Option]:
+    return [p for p in command.get_params(ctx) if isinstance(p, click.Option) and not p.hidden]
+
+
+def _arguments(command: click.Command) -> list[click.Argument]:
+    return [p for p in command.params if isinstance(p, click.Argument)]
+
+
+def _argument_help(command_name: str, arg: click.Argument) -> str:
+    hand = ARGUMENT_HELP.get(command_name, {}).get(arg.name or "")
+    if hand:
+        return hand
+    own = getattr(arg, "help", None)  # Argument subclasses may carry help
+    if own:
+        return " ".join(str(own).split())
+    count = "Any number of values" if arg.nargs == -1 else ("One value" if arg.nargs == 1 else f"{arg.nargs} values")
+    return f"{count}; {'required' if arg.required else 'optional'}."
+
+
+def _usage_roff(prog: str, pieces: Sequence[str]) -> str:
+    words = [f"\\fB{_esc_raw(prog)}\\fR"]
+    for piece in pieces:
+        words.append(re.sub(r"[A-Z][A-Z0-9_]*", lambda m: f"\\fI{m.group(0)}\\fR", _esc_raw(piece)))
+    return _protect_lines(" ".join(words))
+
+
+def page_name(path: Sequence[str]) -> str:
+    """``kafkatool`` for the group, ``kafkatool-dump`` for ``("dump",)``."""
+    return "-".join([PROG, *path])
+
+
+def _th(title: str) -> str:
+    # Deterministic: no date, only the package version (so regenerating never churns).
+    return (
+        f".\\\" Generated by kafkatool.cli.manpage from the Click definitions; do not edit.\n"
+        f".\\\" Regenerate with: {_esc_raw(REGENERATE)}\n"
+        f".TH {_quote_arg(title.upper())} {SECTION} \"\" {_quote_arg(f'{PROG} {__version__}')} {_quote_arg(MANUAL)}\n"
+        ".nh\n"
+        ".ad l"
+    )
+
+
+def _see_also(names: Iterable[str]) -> str:
+    """``name`` means ``name(1)``; ``name(N)`` is taken as written."""
+    out = []
+    for n in names:
+        m = re.fullmatch(r"(.+)\((\w+)\)", n)
+        name, sect = (m.group(1), m.group(2)) if m else (n, SECTION)
+        out.append(f"\\fB{_esc_raw(name)}\\fR({sect})")
+    return _protect_lines(",\n".join(out))
+
+
+def _exit_codes() -> list[tuple[int, str, str]]:
+    """``(value, name, description)`` per ExitCode member, descriptions from the attribute docstrings."""
+    from kafkatool.cli.main import ExitCode
+
+    docs: dict[str, str] = {}
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(ExitCode)))
+        body = tree.body[0].body  # type: ignore[attr-defined]
+        for stmt, nxt in zip(body, body[1:]):
+            if (
+                isinstance(stmt, ast.Assign)
+                and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name)
+                and isinstance(nxt, ast.Expr)
+                and isinstance(nxt.value, ast.Constant)
+                and isinstance(nxt.value.value, str)
+            ):
+                docs[stmt.targets[0].id] = " ".join(nxt.value.value.split())
+    except (OSError, TypeError, SyntaxError):  # pragma: no cover - no source (frozen)
+        pass
+    out = []
+    for member in ExitCode:
+        doc = docs.get(member.name) or ("Success." if member.value == 0 else member.name.replace("_", " ").capitalize() + ".")
+        out.append((int(member.value), member.name, doc))
+    return out
+
+
+def exit_status(meanings: dict[int, str] | None = None) -> str:
+    """An EXIT STATUS body: one entry per :class:`ExitCode` member, ``meanings`` replacing the
+    generic descriptions (from the member docstrings) with what a code means for one command."""
+    meanings = meanings or {}
+    codes = {v: doc for v, _name, doc in _exit_codes()}
+    return tagged((str(v), meanings.get(v, codes.get(v, ""))) for v in sorted({*codes, *meanings}))
+
+
+def _exit_status_section() -> str:
+    return exit_status()
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def _walk(group: click.Group, ctx: click.Context, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], click.Command, click.Context]]:
+    for name in sorted(group.commands):
+        command = group.commands[name]
+        if command.hidden:
+            continue
+        sub_ctx = _context(command, name, ctx)
+        yield (*path, name), command, sub_ctx
+        if isinstance(command, click.Group):
+            yield from _walk(command, sub_ctx, (*path, name))
+
+
+def _commands_section(group: click.Group, path: tuple[str, ...]) -> str:
+    items = []
+    for name in sorted(group.commands):
+        command = group.commands[name]
+        if command.hidden:
+            continue
+        see = f"See \\fB{_esc_raw(page_name((*path, name)))}\\fR({SECTION})."
+        items.append(f".TP\n\\fB{_esc_raw(name)}\\fR\n{_prose(_short_help(command) + '.', italics=False)}\n{see}")
+    return "\n".join(items)
+
+
+def _options_section(command: click.Command, ctx: click.Context) -> str:
+    return "\n".join(
+        f".TP\n{_protect_lines(_option_term(opt, ctx))}\n{_prose(_option_help(opt, ctx), italics=False)}"
+        for opt in _visible_options(command, ctx)
+    )
+
+
+def _arguments_section(name: str, command: click.Command) -> str:
+    out = []
+    for arg in _arguments(command):
+        label = (arg.metavar or (arg.name or "").upper()).strip("[]").rstrip(".")
+        dots = "..." if arg.nargs == -1 or arg.nargs > 1 else ""
+        out.append(f".TP\n\\fI{_esc_raw(label)}\\fR{dots}\n{_prose(_argument_help(name, arg))}")
+    return "\n".join(out)
+
+
+def _section(title: str, body: str) -> str:
+    return f".SH {_quote_arg(title)}\n{body}" if body else ""
+
+
+def _root() -> click.Group:
+    from kafkatool.cli.main import cli
+
+    return cli
+
+
+def render_group_page(cli: click.Group) -> str:
+    """``kafkatool(1)``: NAME, SYNOPSIS, DESCRIPTION, OPTIONS, COMMANDS, EXIT STATUS, SEE ALSO."""
+    ctx = _context(cli, PROG)
+    help_text = _help_text(cli)
+    commands = [path for path, _c, _x in _walk(cli, ctx)]
+    return _join(
+        _th(PROG),
+        _section("NAME", f"{_esc_raw(PROG)} \\- {_inline(_short_help(cli), False)}"),
+        _section("SYNOPSIS", _usage_roff(PROG, cli.collect_usage_pieces(ctx))),
+        _section("DESCRIPTION", _docstring_roff(help_text)),
+        _section("OPTIONS", _options_section(cli, ctx)),
+        _section("COMMANDS", _commands_section(cli, ())),
+        _section("EXIT STATUS", _exit_status_section() + "\n" + para("Each command's page says what the codes mean for it.")),
+        _section("SEE ALSO", _see_also(page_name(p) for p in commands)),
+    ) + "\n"
+
+
+def render_command_page(name: str, command: click.Command, cli: click.Group | None = None) -> str:
+    """``kafkatool-<name>(1)``: NAME, SYNOPSIS, DESCRIPTION, OPTIONS, ARGUMENTS, the hand-written
+    :data:`EXTRA_SECTIONS` of the command, then SEE ALSO. ``name`` may be a space-separated path
+    (``"group sub"``) for commands of nested groups; ``cli`` is the root group (default: kafkatool's)."""
+    path = tuple(name.split())
+    cli = cli or _root()
+    ctx = _context(cli, PROG)
+    for part in path[:-1]:  # the contexts of the enclosing groups, for inherited settings
+        parent = ctx.command.commands.get(part) if isinstance(ctx.command, click.Group) else None
+        if parent is None:
+            break
+        ctx = _context(parent, part, ctx)
+    ctx = _context(command, path[-1], ctx)
+    key = " ".join(path)
+    extras = EXTRA_SECTIONS.get(key, [])
+    titles = {t for t, _b in extras}
+    extra_roff = [_section(t, b(command) if callable(b) else b) for t, b in extras]
+    if "EXIT STATUS" not in titles:
+        extra_roff.append(_section("EXIT STATUS", _exit_status_section()))
+    subcommands = _section("COMMANDS", _commands_section(command, path)) if isinstance(command, click.Group) else ""
+    others = [page_name(p) for p, _c, _x in _walk(cli, _context(cli, PROG)) if p != path]
+    prog = " ".join([PROG, *path])
+    return _join(
+        _th(page_name(path)),
+        _section("NAME", f"{_esc_raw(page_name(path))} \\- {_inline(_short_help(command), False)}"),
+        _section("SYNOPSIS", _usage_roff(prog, command.collect_usage_pieces(ctx))),
+        _section("DESCRIPTION", _docstring_roff(_help_text(command))),
+        _section("OPTIONS", _options_section(command, ctx)),
+        _section("ARGUMENTS", _arguments_section(key, command)),
+        subcommands,
+        *extra_roff,
+        _section("SEE ALSO", _see_also([PROG, *others, *SEE_ALSO.get(key, [])])),
+    ) + "\n"
+
+
+def render_pages(cli: click.Group | None = None) -> dict[str, str]:
+    """Every page, ``{"kafkatool.1": roff, "kafkatool-dump.1": roff, ...}``."""
+    cli = cli or _root()
+    pages = {f"{PROG}.{SECTION}": render_group_page(cli)}
+    for path, command, _ctx in _walk(cli, _context(cli, PROG)):
+        pages[f"{page_name(path)}.{SECTION}"] = render_command_page(" ".join(path), command, cli)
+    return pages
+
+
+def _obsolete(directory: Path, pages: dict[str, str]) -> list[Path]:
+    return sorted(p for p in directory.glob(f"{PROG}-*.{SECTION}") if p.name not in pages)
+
+
+def write_all(directory: str | Path) -> list[Path]:
+    """(Re)write every page into ``directory``; remove pages of commands that no longer exist.
+    Files already up to date are left untouched. Returns the paths of all pages."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    pages = render_pages()
+    written = []
+    for stale in _obsolete(directory, pages):
+        stale.unlink()
+    for filename, text in pages.items():
+        target = directory / filename
+        data = text.encode("utf-8")
+        if not target.is_file() or target.read_bytes() != data:
+            target.write_bytes(data)
+        written.append(target)
+    return written
+
+
+def check(directory: str | Path) -> list[str]:
+    """Names of the pages in ``directory`` that are missing, differ from what would be generated
+    now, or belong to no command."""
+    directory = Path(directory)
+    pages = render_pages()
+    out = []
+    for filename, text in pages.items():
+        target = directory / filename
+        if not target.is_file() or target.read_bytes() != text.encode("utf-8"):
+            out.append(filename)
+    out.extend(p.name for p in _obsolete(directory, pages))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m kafkatool.cli.manpage [--check] [DIRECTORY]`` (default ``man``)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    only_check = "--check" in args
+    rest = [a for a in args if a != "--check"]
+    if any(a.startswith("-") for a in rest) or len(rest) > 1:
+        print("usage: python -m kafkatool.cli.manpage [--check] [DIRECTORY]", file=sys.stderr)
+        return 2
+    directory = Path(rest[0] if rest else "man")
+    if only_check:
+        stale = check(directory)
+        for name in stale:
+            print(f"{directory / name}: out of date; run {REGENERATE}", file=sys.stderr)
+        return 1 if stale else 0
+    for path in write_all(directory):
+        print(path)
+    return 0
+
+
+# =========================================================================== hand-written sections
+
+#: Descriptions of positional arguments (Click arguments carry no help), by command then name.
+ARGUMENT_HELP: dict[str, dict[str, str]] = {
+    "dump": {
+        "paths": (
+            "Files or partition directories to dump, in order, after those of `--files`. "
+            "A directory stands for its dumpable files, sorted by name: segments, indexes, snapshots "
+            "and checkpoint files; `.lock`, `.kafka_cleanshutdown`, `.deleted`, `.cleaned`, `.swap` and "
+            "unknown files are left out."
+        ),
+    },
+}
+
+#: Extra SEE ALSO entries by command (``name`` for ``name(1)``, or ``name(N)`` as written).
+SEE_ALSO: dict[str, list[str]] = {"dump": ["jq(1)"]}
+
+# --------------------------------------------------------------------------- dump
+
+_DUMP_TEXT_LINES = r"""
+Dumping <path>
+Log starting offset: <baseOffset>
+Snapshot end offset: <offset>, epoch: <epoch>
+KRaft bootstrap snapshot
+baseOffset: <o> lastOffset: <o> count: <n> baseSequence: <s> lastSequence: <s> producerId: <id> producerEpoch: <e> partitionLeaderEpoch: <e> isTransactional: <bool> isControl: <bool> deleteHorizonMs: <OptionalLong.empty|OptionalLong[<ms>]> position: <p> <CreateTime|LogAppendTime>: <ts> size: <n> magic: 2 compresscodec: <none|gzip|snappy|lz4|zstd> crc: <crc> isvalid: <bool>
+offset: <o> position: <p> <CreateTime|LogAppendTime|NoTimestampType>: <ts> size: <n> magic: <0|1> compresscodec: <codec> crc: <crc> isvalid: <bool>
+| offset: <o> <tsType>: <ts> keySize: <n> valueSize: <n> sequence: <s> headerKeys: [<k1>,<k2>] key: <key> payload: <value>
+| offset: <o> <tsType>: <ts> keySize: <n> valueSize: <n> isValid: <bool> crc: <crc>} key: <key> payload: <value>
+offset: <o> position: <p>
+timestamp: <ts> offset: <o>
+producerId: <id> producerEpoch: <e> coordinatorEpoch: <e> currentTxnFirstOffset: <OptionalLong...> lastTimestamp: <ts> firstSequence: <s> lastSequence: <s> lastOffset: <o> offsetDelta: <d> timestamp: <ts>
+version: <v> producerId: <id> firstOffset: <o> lastOffset: <o> lastStableOffset: <o>
+<path> is empty.
+<path> passed sanity check.
+Found <n> invalid bytes at the end of <fileName>
+"""
+
+_DUMP_SUMMARY_LINES = r"""
+Mismatches in :<absolutePath>
+  Index offset: <indexOffset>, log offset: <logOffset>
+Found timestamp mismatch in :<absolutePath>
+  Index timestamp: <indexTs>, log timestamp: <logMaxTs>
+Found out of order timestamp in :<absolutePath>
+  Index timestamp: <indexTs>, Previously indexed timestamp: <prevTs>
+The following indexed offsets are not found in the log.
+Indexed offset: <indexOffset>, found log offset: <logOffset>
+Non-consecutive offsets in <absolutePath>
+  <previous> is followed by <next>
+"""
+
+_DUMP_OUTPUT = _join(
+    para(
+        "`--format text` (the default) prints kafka-dump-log's output, line for line, as Kafka's newest "
+        "kafka-dump-log (4.0) prints it, quirks included: the stray `}` after a legacy record's crc, "
+        "`OptionalLong.empty`, an empty line for a control record under `--skip-record-metadata`. "
+        "Data goes to standard output; the diagnostics Kafka writes to standard error (`Ignoring unknown file`, "
+        "corrupt producer snapshots, the end-of-run summaries) and kafkatool's errors and warnings go to "
+        "standard error. "
+        "The lines, one template each:"
+    ),
+    example(_DUMP_TEXT_LINES),
+    example(
+        """
+        Dumping 00000000000000000000.log
+        Log starting offset: 0
+        baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1700000000005 size: 86 magic: 2 compresscodec: none crc: 1592015369 isvalid: true
+        | offset: 0 CreateTime: 1700000000000 keySize: 2 valueSize: 2 sequence: -1 headerKeys: [] key: k1 payload: v1
+        | offset: 1 CreateTime: 1700000000005 keySize: -1 valueSize: 2 sequence: -1 headerKeys: [h1] payload: v2
+        """,
+        "For example, `kafkatool dump --print-data-log --files 00000000000000000000.log` on a segment "
+        "holding one batch of two records (keys `k1` and null, values `v1` and `v2`, a header `h1`) prints:",
+    ),
+    para(
+        "Record lines (`| offset:`) follow their batch line with `--deep-iteration`, `--print-data-log` or "
+        "any decoder option; `key:` and `payload:` appear only with data printing, never for control "
+        "batches, and a null key or value prints no field. Records of control batches end with "
+        "`endTxnMarker: COMMIT coordinatorEpoch: <n>`, `SnapshotHeader {...}`, `SnapshotFooter {...}`, "
+        "`KRaftVersion {...}`, `KRaftVoters {...}` or `controlType: <NAME>(<id>)`. "
+        "Text checkpoint files, which kafka-dump-log cannot dump, print one line of `name: value` pairs "
+        "per entry (`leader-epoch-checkpoint`, `*-offset-checkpoint`, `partition.metadata`, "
+        "`quorum-state`, `meta.properties`)."
+    ),
+    para(
+        "After the last file, the end-of-run summaries go to standard error, in this order: offset-index "
+        "mismatches, time-index timestamp mismatches, out-of-order timestamps, indexed offsets not found, "
+        "non-consecutive offsets (which only deep iteration finds):"
+    ),
+    example(_DUMP_SUMMARY_LINES),
+    para(
+        "`--format jsonl` prints one JSON object per line on standard output, errors and summaries included "
+        "(see JSON LINES SCHEMA). `--format table` prints Rich tables, one per file, for a person at a "
+        "terminal; values are printed as written (no markup), and notes, errors and summaries are the text "
+        "format's lines on their usual stream."
+    ),
+    subsection(
+        "Where kafkatool differs from kafka-dump-log",
+        "The output of a file that can be dumped is the same. The differences are in what happens when one cannot:",
+    ),
+    bullets(
+        [
+            "*Errors instead of crashes.* Where kafka-dump-log dies with a Java stack trace (a batch size "
+            "below 14, an unknown codec id, a truncated control record, a missing `.log` beside an index, an "
+            "index entry past the end of the log), kafkatool prints "
+            "one line on standard error, `kafkatool: error: PATH:POSITION: what (expected X, found Y)`, "
+            "naming the file and the byte position. Output already printed for the file stays. A `.log` "
+            "whose name is not a number, where kafka-dump-log stops, gets a `kafkatool: warning:` line on "
+            "standard error and its batches are dumped.",
+            "*It goes on with the next file.* kafka-dump-log stops at the first exception and leaves out "
+            "the end-of-run summaries; kafkatool dumps the remaining files and then prints the summaries.",
+            "*It never creates or changes a file.* Every file is opened read-only. kafka-dump-log creates an "
+            "empty `.index` when asked for a missing `.index` or for a `.timeindex` without its `.index`, and "
+            "opens `.txnindex` files for writing; kafkatool reports the missing file instead.",
+            "*Exit codes.* 0 means every file was dumped, 1 that some file could not be, 2 bad usage "
+            "(see EXIT STATUS). kafka-dump-log exits 1 both for a crash and for bad usage, and 1 for `--help`; "
+            "kafkatool prints `--help` on standard output and exits 0.",
+            "*More files.* Partition directories, text checkpoint files (whose names, having no `.` or "
+            "an unknown suffix, make kafka-dump-log crash or skip them) and positional PATHS are accepted, "
+            "and the summaries list files in the order they were dumped (kafka-dump-log: hash-map order).",
+        ]
+    ),
+)
+
+
+def _dump_decoders(command: click.Command) -> str:
+    """The decoder list, from the --key-decoder choices (so a new decoder cannot go undocumented silently)."""
+    choices: list[str] = []
+    for p in command.params:
+        if isinstance(p, click.Option) and "--key-decoder" in p.opts and isinstance(p.type, click.Choice):
+            choices = [str(c) for c in p.type.choices]
+    return _join(
+        para(
+            "`--key-decoder` and `--value-decoder` choose how the text and table formats print keys and "
+            "payloads; either one implies `--print-data-log`. JSON Lines always carries the raw bytes as "
+            "base64 and ignores them."
+        ),
+        tagged((c, DECODER_HELP.get(c, "")) for c in choices),
+        para(
+            "`--key-decoder-class` and `--value-decoder-class` exist so that kafka-dump-log command lines "
+            "keep working: Kafka's `org.apache.kafka.tools.api.StringDecoder` (also `kafka.serializer.StringDecoder` "
+            "and `StringDecoder`) is accepted and means `string`; any other class is a usage error (exit 2), "
+            "because Java classes cannot be loaded."
+        ),
+    )
+
+
+DECODER_HELP: dict[str, str] = {
+    "string": (
+        "The bytes as UTF-8, as Kafka's default StringDecoder prints them: malformed sequences become "
+        "U+FFFD, and newlines are printed raw, so one record may span several lines. The default."
+    ),
+    "hex": "Lowercase hexadecimal, two digits per byte.",
+    "base64": "Standard base64 with padding.",
+    "json": (
+        "The bytes parsed as JSON and printed compactly on one line. Bytes that are not UTF-8 JSON print "
+        "as `base64:` followed by their base64."
+    ),
+}
+
+_DUMP_SEEK = _join(
+    para(
+        "kafka-dump-log always reads a `.log` from its first byte. kafkatool can start and stop inside it; "
+        "these options apply to `.log` files and leave index and snapshot files as they are."
+    ),
+    tagged(
+        [
+            (
+                "--start-offset N",
+                "Starts the walk where the broker's own lookup would: the `.index` beside the segment is "
+                "sanity checked, its largest entry at or below *N* gives the byte position, and batches "
+                "whose last offset is below *N* are skipped. With deep iteration, records below *N* are "
+                "left out too.",
+            ),
+            (
+                "--start-time T",
+                "Looks up *T* in the `.timeindex` (its largest entry at or below *T*), then that offset in "
+                "the `.index`, as the broker does for a fetch by timestamp; batches whose maxTimestamp is "
+                "below *T*, and with deep iteration records older than *T*, are skipped. With "
+                "`--start-offset` too, the later start wins.",
+            ),
+            (
+                "--end-offset N",
+                "Stops at the first v2 batch whose base offset is past *N*; records past *N* are left out.",
+            ),
+            (
+                "--end-time T",
+                "Leaves out batches that start after *T* and records with timestamps after *T*; the walk "
+                "goes on to the end, because timestamps need not grow with offsets.",
+            ),
+        ]
+    ),
+    para(
+        "Times are epoch milliseconds or ISO-8601 (`2024-01-31T12:00:00Z`; without a zone, UTC). "
+        "When the `.index` or `.timeindex` is missing, fails its sanity check, or points past the end of "
+        "the log, kafkatool falls back to a scan from the first byte: the result is the same, only slower. "
+        "While any of these options is given the `Found N invalid bytes` line is not printed, as with "
+        "`--max-bytes`."
+    ),
+)
+
+_DUMP_JSONL = _join(
+    para(
+        "With `--format jsonl` every line is one JSON object (UTF-8, compact) with a `\"type\"` and the "
+        "`\"file\"` it is about: the path as given on the command line, absolute in the summaries, as in "
+        "the text format. Field names are "
+        "Kafka's, in camelCase. Numbers are JSON numbers; absent values are `null`; keys, values and header "
+        "values are base64 (`null` for null). Everything goes to standard output, errors included, so a "
+        "consumer reads one stream. The types, in the order a run produces them:"
+    ),
+    tagged(
+        [
+            (
+                "file",
+                "Starts each file. `file`; `kind`: `log`, `index`, `timeindex`, `snapshot`, `txnindex`, "
+                "`checkpoint` or `unknown`; `header` (logs and KRaft snapshots only): the second header line "
+                "of the text format, such as `Log starting offset: 0`.",
+            ),
+            (
+                "batch",
+                "One per batch of a `.log` or `.checkpoint` (one per shallow entry for magic 0 and 1). "
+                "`file`; `position`: byte position in the file; `size`: bytes including the 12-byte log "
+                "overhead; `baseOffset`: the first offset (for a compressed legacy wrapper, its first inner "
+                "record's offset when records are decoded, otherwise the wrapper's offset); `lastOffset`; "
+                "`count`: the header's record count (`null` for magic 0 and 1); `magic`; `compresscodec`: "
+                "`none`, `gzip`, `snappy`, `lz4` or `zstd`; `timestampType`: `CreateTime`, `LogAppendTime` "
+                "or `NoTimestampType`; `maxTimestamp`; `baseSequence`; `lastSequence`; `producerId`; "
+                "`producerEpoch`; `partitionLeaderEpoch` (these five are -1 for magic 0 and 1); "
+                "`isTransactional`; `isControl`; `deleteHorizonMs`: the base timestamp when the batch has "
+                "a delete horizon, else `null`; `crc`: the stored checksum, unsigned; `computedCrc`: the "
+                "checksum of the bytes (CRC-32C for v2, CRC-32 for legacy); `isValid`: `crc` equals "
+                "`computedCrc`.",
+            ),
+            (
+                "record",
+                "Follows its batch, one per record, with `--deep-iteration`, `--print-data-log` or a "
+                "decoder option. `file`; `offset`; `timestamp`; `timestampType` (the batch's); `key`, "
+                "`value`: base64 or `null`; `headers`: a list of `{\"key\": string, \"value\": base64 or "
+                "null}`; `batchPosition`: the `position` of its batch. Magic 2: `sequence`. Magic 0 and 1: "
+                "`magic`, `crc` and `isValid` of the record itself. Control records add `controlType` "
+                "(`ABORT`, `COMMIT`, `LEADER_CHANGE`, `SNAPSHOT_HEADER`, `SNAPSHOT_FOOTER`, "
+                "`KRAFT_VERSION`, `KRAFT_VOTERS` or `UNKNOWN`) and `controlTypeId`; transaction markers "
+                "add `coordinatorEpoch`; KRaft control records add `controlData`, the decoded record as an "
+                "object (the JSON the text format prints). With `--skip-record-metadata` control records "
+                "are not decoded and carry none of these.",
+            ),
+            ("index_entry", "One per `.index` entry, unless `--verify-index-only`: `file`, `offset`, `position`."),
+            (
+                "timeindex_entry",
+                "One per `.timeindex` entry, unless `--verify-index-only`: `file`, `timestamp`, `offset`.",
+            ),
+            (
+                "producer_snapshot_entry",
+                "One per producer in a `.snapshot`: `file`, `producerId`, `producerEpoch`, "
+                "`coordinatorEpoch`, `currentTxnFirstOffset` (`null` when no transaction is open), "
+                "`lastTimestamp`, `firstSequence`, `lastSequence`, `lastOffset`, `offsetDelta` (the last "
+                "four `null` when the entry has no batch metadata).",
+            ),
+            (
+                "aborted_txn",
+                "One per `.txnindex` entry: `file`, `version`, `producerId`, `firstOffset`, `lastOffset`, "
+                "`lastStableOffset`.",
+            ),
+            (
+                "leader_epoch",
+                "One per entry of a `leader-epoch-checkpoint`: `file`, `epoch`, `startOffset`.",
+            ),
+            (
+                "offset_checkpoint",
+                "One per entry of a log-dir offset checkpoint (`recovery-point-offset-checkpoint`, "
+                "`replication-offset-checkpoint`, `log-start-offset-checkpoint`, "
+                "`cleaner-offset-checkpoint`): `file`, `topic`, `partition`, `offset`.",
+            ),
+            ("partition_metadata", "A `partition.metadata` file: `file`, `version`, `topicId`."),
+            ("quorum_state", "A KRaft `quorum-state` file: `file` and the file's own JSON fields."),
+            ("meta_properties", "A `meta.properties` file: `file` and one string field per property."),
+            (
+                "empty, sanity_ok, ignored, corrupt_snapshot, warning",
+                "Notes: `file` and `message`, the line the text format prints: an `.index` with no entries "
+                "(`<path> is empty.`), a passed `--index-sanity-check`, a file of unknown kind "
+                "(`Ignoring unknown file <path>`), a producer snapshot that fails validation (the dump "
+                "goes on, as in Kafka), something kafka-dump-log would stop at but kafkatool can go on "
+                "from, such as a `.log` whose name is not a number (`kafkatool: warning: ...`).",
+            ),
+            (
+                "trailing_bytes",
+                "After the last batch of a `.log` when bytes are left that do not form a complete batch: "
+                "`file`, `position` where they start, `length`. The text format's `Found N invalid bytes` line.",
+            ),
+            (
+                "error",
+                "A file that could not be dumped (past this point): `file`, `position` (byte position, or "
+                "`null` when the error is not at one), `message`. The run goes on with the next file and "
+                "exits 1.",
+            ),
+            (
+                "index_mismatches",
+                "Summary per `.index` whose entries disagree with the log: `file` (absolute path), `pairs`: "
+                "`[{\"indexOffset\": n, \"logOffset\": n}, ...]`, in Kafka's order (latest first).",
+            ),
+            (
+                "timeindex_mismatch",
+                "Summary per `.timeindex`: `file`, `pairs` of `indexTimestamp` and `logTimestamp` (the "
+                "largest record timestamp of the batch).",
+            ),
+            (
+                "timeindex_out_of_order",
+                "Summary per `.timeindex`: `file`, `pairs` of `indexTimestamp` and `previousTimestamp`.",
+            ),
+            (
+                "timeindex_not_found",
+                "Summary per `.timeindex`: `file`, `pairs` of `indexedOffset` and `foundLogOffset` (-1 when "
+                "no batch was found).",
+            ),
+            (
+                "non_consecutive_offsets",
+                "Summary per `.log` (deep iteration only): `file`, `pairs` of `previous` and `next`, latest first.",
+            ),
+        ]
+    ),
+    example(
+        """
+        {"type":"file","file":"00000000000000000000.log","kind":"log","header":"Log starting offset: 0"}
+        {"type":"batch","file":"00000000000000000000.log","position":0,"size":86,"baseOffset":0,"lastOffset":1,"count":2,"magic":2,"compresscodec":"none","timestampType":"CreateTime","maxTimestamp":1700000000005,"baseSequence":-1,"lastSequence":-1,"producerId":-1,"producerEpoch":-1,"partitionLeaderEpoch":0,"isTransactional":false,"isControl":false,"deleteHorizonMs":null,"crc":1592015369,"computedCrc":1592015369,"isValid":true}
+        {"type":"record","file":"00000000000000000000.log","offset":0,"timestamp":1700000000000,"timestampType":"CreateTime","key":"azE=","value":"djE=","headers":[],"batchPosition":0,"sequence":-1}
+        {"type":"record","file":"00000000000000000000.log","offset":1,"timestamp":1700000000005,"timestampType":"CreateTime","key":null,"value":"djI=","headers":[{"key":"h1","value":"eA=="}],"batchPosition":0,"sequence":-1}
+        """,
+        "The segment of the text example under OUTPUT, with `--format jsonl --deep-iteration`:",
+    ),
+)
+
+_DUMP_EXIT = exit_status(
+    {
+        0: "Every file was dumped. As with kafka-dump-log this holds even when the output reports "
+        "problems: `isvalid: false`, index mismatches, invalid trailing bytes, corrupt producer snapshots.",
+        1: "At least one file could not be dumped to its end; each such file has an error line "
+        "(text: `kafkatool: error:` on standard error; JSON Lines: a `\"type\": \"error\"` object) "
+        "naming the file and byte position. The other files were dumped and the summaries printed.",
+        2: "Bad usage: an unknown option, a bad value, no files given, a Java decoder class other "
+        "than StringDecoder. Nothing was dumped.",
+    }
+)
+
+
+def _dump_compatibility(command: click.Command) -> str:
+    """Which kafka-dump-log options are accepted, computed from the command's options."""
+    ours = {o for p in command.params if isinstance(p, click.Option) for o in p.opts}
+    ours.add("--help")  # every command has it (Click adds it outside ``params``)
+    missing = [o for o in _KAFKA_DUMP_LOG_OPTIONS if o not in ours]
+    parts = [
+        para(
+            "`kafkatool dump` takes kafka-dump-log's options with the same meaning, so "
+            "`kafka-dump-log.sh` in a script can be replaced by `kafkatool dump`. `--files` is split the "
+            "way Java splits it: on every comma, without trimming, dropping trailing empty parts (an "
+            "empty part in the middle is an error for that file). `--max-message-size` is used only to "
+            "check `.index` entries, as in Kafka. `--index-sanity-check` runs Kafka's check, which "
+            "brokers since 2.3 no longer run at startup, whatever the help of kafka-dump-log says. The "
+            "output is that of Kafka's newest kafka-dump-log (4.0); the formats of older releases are "
+            "not reproduced. kafka-dump-log's `--version` is `kafkatool --version`."
+        ),
+    ]
+    if missing:
+        parts.append(
+            para(
+                "Not supported: "
+                + ", ".join(f"`{o}`" for o in missing)
+                + "; they are usage errors (exit 2)."
+                + (
+                    " Instead of Kafka's internal-topic decoders, kafkatool prints keys and payloads with "
+                    "its own decoders (see DECODERS)."
+                    if any(o.endswith("-decoder") for o in missing)
+                    else ""
+                )
+            )
+        )
+    return _join(*parts)
+
+
+#: kafka-dump-log's options (spec §15.1), to say which ones `kafkatool dump` lacks.
+_KAFKA_DUMP_LOG_OPTIONS = (
+    "--files",
+    "--print-data-log",
+    "--deep-iteration",
+    "--verify-index-only",
+    "--index-sanity-check",
+    "--max-message-size",
+    "--max-bytes",
+    "--key-decoder-class",
+    "--value-decoder-class",
+    "--offsets-decoder",
+    "--transaction-log-decoder",
+    "--cluster-metadata-decoder",
+    "--remote-log-metadata-decoder",
+    "--share-group-state-decoder",
+    "--skip-record-metadata",
+    "--help",
+)
+
+_DUMP_EXAMPLES = _join(
+    example(
+        """
+        kafka-dump-log.sh --files 00000000000000000000.log --print-data-log
+        kafkatool dump --files 00000000000000000000.log --print-data-log
+        """,
+        "The kafka-dump-log command line, and the kafkatool one that prints the same:",
+    ),
+    example(
+        "kafkatool dump /var/lib/kafka/data/orders-0",
+        "Every file of a partition directory: segments, indexes, snapshots, checkpoints:",
+    ),
+    example(
+        "kafkatool dump --print-data-log --start-offset 1500 --end-offset 1599 00000000000000001000.log",
+        "The records with offsets 1500 to 1599, found through the .index:",
+    ),
+    example(
+        "kafkatool dump --value-decoder json --start-time 2024-01-31T12:00:00Z 00000000000000000000.log",
+        "Payloads as compact JSON, from the first batch written at or after noon UTC:",
+    ),
+    example(
+        "kafkatool dump --index-sanity-check 00000000000000000000.index 00000000000000000000.timeindex",
+        "Kafka's sanity check of a segment's indexes:",
+    ),
+    example(
+        "kafkatool dump --verify-index-only --files 00000000000000000000.index",
+        "Check an offset index against its log; mismatches are summarised on standard error:",
+    ),
+    example(
+        """kafkatool dump --format jsonl 00000000000000000000.log | jq -c 'select(.type == "error" or (.type == "batch" and (.isValid | not)))'""",
+        "Batches with a bad checksum, and errors, as JSON:",
+    ),
+    example(
+        """kafkatool dump --format jsonl --deep-iteration 00000000000000000000.log | jq -r 'select(.type == "record") | .value | @base64d'""",
+        "The payloads only, decoded from base64:",
+    ),
+    example(
+        "kafkatool dump --format table --deep-iteration 00000000000000000000.log",
+        "A table per file, for reading at a terminal:",
+    ),
+)
+
+#: Hand-written sections per command (key: the command name; for nested groups, "group sub").
+#: Each body is roff text, or a callable that takes the Click command and returns roff.
+EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
+    "dump": [
+        ("OUTPUT", _DUMP_OUTPUT),
+        ("JSON LINES SCHEMA", _DUMP_JSONL),
+        ("DECODERS", _dump_decoders),
+        ("SEEKING", _DUMP_SEEK),
+        ("EXIT STATUS", _DUMP_EXIT),
+        ("COMPATIBILITY", _dump_compatibility),
+        ("EXAMPLES", _DUMP_EXAMPLES),
+    ],
+}
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

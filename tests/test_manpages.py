@@ -1,0 +1,313 @@
+"""The man pages in man/ are generated from the Click definitions (kafkatool.cli.manpage).
+
+These tests fail when a page is stale, missing or obsolete, when an option or argument is
+missing from its page, when roff reports a warning, and when the JSON Lines schema section
+leaves out a type or field that kafkatool/render/jsonl.py emits.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import click
+import pytest
+
+from kafkatool.cli import manpage
+from kafkatool.cli.main import ExitCode, cli
+
+ROOT = Path(__file__).resolve().parent.parent
+MAN_DIR = ROOT / "man"
+FIX = f"run `{manpage.REGENERATE}` and commit the result"
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()):
+    for name, command in sorted(group.commands.items()):
+        if command.hidden:
+            continue
+        yield (*path, name), command
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+
+
+COMMANDS = list(_commands(cli))
+PAGES = [("kafkatool.1", (), cli)] + [(f"{manpage.page_name(p)}.1", p, c) for p, c in COMMANDS]
+PAGE_IDS = [name for name, _p, _c in PAGES]
+
+
+def _read(filename: str) -> str:
+    path = MAN_DIR / filename
+    if not path.is_file():
+        pytest.fail(f"{path} is missing; {FIX}")
+    return path.read_text(encoding="utf-8")
+
+
+def _roff(text: str) -> str:
+    return text.replace("-", "\\-")
+
+
+# --------------------------------------------------------------------------- the pages in man/
+
+
+def test_pages_are_up_to_date() -> None:
+    stale = manpage.check(MAN_DIR)
+    assert not stale, f"man pages out of date: {', '.join(stale)}; {FIX}"
+
+
+@pytest.mark.parametrize(("path", "command"), COMMANDS, ids=["-".join(p) for p, _c in COMMANDS])
+def test_every_command_has_a_page(path: tuple[str, ...], command: click.Command) -> None:
+    page = _read(f"{manpage.page_name(path)}.1")
+    assert _roff(manpage.page_name(path)) + " \\- " in page  # its NAME line
+    group_page = _read("kafkatool.1")
+    assert f"\\fB{_roff(manpage.page_name(path))}\\fR(1)" in group_page, "not listed in kafkatool(1)"
+
+
+@pytest.mark.parametrize(("filename", "path", "command"), PAGES, ids=PAGE_IDS)
+def test_every_option_and_argument_is_in_its_page(filename: str, path: tuple[str, ...], command: click.Command) -> None:
+    page = _read(filename)
+    options_section = page.split('.SH "OPTIONS"', 1)[-1].split(".SH ", 1)[0]
+    ctx = click.Context(cli, info_name="kafkatool", **cli.context_settings)
+    for part in path:  # nested contexts, so inherited settings such as -h apply
+        ctx = click.Context(ctx.command.commands[part], info_name=part, parent=ctx, **(ctx.command.commands[part].context_settings or {}))
+    for param in command.get_params(ctx):
+        if isinstance(param, click.Option) and not param.hidden:
+            for opt in [*param.opts, *param.secondary_opts]:
+                assert f"\\fB{_roff(opt)}\\fR" in options_section, f"{opt} missing from OPTIONS of {filename}; {FIX}"
+        elif isinstance(param, click.Argument):
+            label = (param.metavar or (param.name or "").upper()).strip("[]").rstrip(".")
+            assert f"\\fI{_roff(label)}\\fR" in page, f"argument {label} missing from {filename}; {FIX}"
+
+
+def test_no_obsolete_pages() -> None:
+    expected = {name for name, _p, _c in PAGES}
+    present = {p.name for p in MAN_DIR.glob("kafkatool*.1")}
+    assert present <= expected, f"pages of no command: {sorted(present - expected)}; {FIX}"
+
+
+def test_group_page_lists_every_exit_code() -> None:
+    page = _read("kafkatool.1")
+    status = page.split('.SH "EXIT STATUS"', 1)[1].split(".SH ", 1)[0]
+    for code in ExitCode:
+        assert f".TP\n\\fB{int(code)}\\fR\n" in status, f"exit code {int(code)} ({code.name}) missing"
+
+
+# --------------------------------------------------------------------------- roff validity
+
+
+def _roff_checker() -> list[str] | None:
+    if shutil.which("groff"):
+        return ["groff", "-man", "-Tutf8", "-ww", "-z"]
+    if shutil.which("man"):
+        return ["man", "--warnings=w", "-l"]
+    return None
+
+
+@pytest.mark.parametrize("filename", PAGE_IDS)
+def test_page_renders_without_roff_warnings(filename: str) -> None:
+    command = _roff_checker()
+    if command is None:
+        pytest.skip("neither groff nor man is installed")
+    path = MAN_DIR / filename
+    if not path.is_file():
+        pytest.fail(f"{path} is missing; {FIX}")
+    env = {**os.environ, "MANPAGER": "cat", "PAGER": "cat", "MANWIDTH": "80", "LC_ALL": "C.UTF-8"}
+    result = subprocess.run(
+        [*command, str(path)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, timeout=60
+    )
+    if command[0] == "man" and re.search(r"unrecognized|illegal|invalid option", result.stderr):
+        pytest.skip("this man does not take --warnings")
+    assert result.returncode == 0 and not result.stderr.strip(), f"{filename}:\n{result.stderr}"
+
+
+# --------------------------------------------------------------------------- the dump page's schema
+
+
+def _jsonl_names() -> tuple[set[str], set[str]]:
+    """``("type" values, field names)`` that kafkatool/render/jsonl.py writes, read from its source:
+    string keys of dict literals, ``obj["name"] = ...`` assignments, and the names in tables of
+    tuples (``_TS_PAIR_NAMES``), whose keys complete an f-string type such as ``f"timeindex_{kind}"``."""
+    tree = ast.parse((ROOT / "kafkatool" / "render" / "jsonl.py").read_text(encoding="utf-8"))
+    types: set[str] = set()
+    prefixes: set[str] = set()
+    kinds: set[str] = set()
+    fields: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant):
+                    if isinstance(target.slice.value, str):
+                        fields.add(target.slice.value)
+        if not isinstance(node, ast.Dict):
+            continue
+        for key, value in zip(node.keys, node.values):
+            if not (isinstance(key, ast.Constant) and isinstance(key.value, str)):
+                continue
+            if key.value == "type":
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    types.add(value.value)
+                elif isinstance(value, ast.JoinedStr):
+                    prefixes.update(v.value for v in value.values[:1] if isinstance(v, ast.Constant))
+            elif isinstance(value, ast.Tuple):
+                kinds.add(key.value)
+                fields.update(e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str))
+            elif re.fullmatch(r"[a-z][A-Za-z]*", key.value):
+                fields.add(key.value)
+    types.update(p + k for p in prefixes for k in kinds)
+    types.update(_dump_kinds())
+    return types, fields
+
+
+def _dump_kinds() -> set[str]:
+    """The ``"type"`` values taken from kafkatool/dump.py items: ``Note(..., kind="x")`` (default
+    ``note``) and ``CheckpointItem(path, "x", ...)``."""
+    tree = ast.parse((ROOT / "kafkatool" / "dump.py").read_text(encoding="utf-8"))
+    kinds: set[str] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+            continue
+        if node.func.id == "Note":
+            kind = next((k.value for k in node.keywords if k.arg == "kind"), ast.Constant("note"))
+            if isinstance(kind, ast.Constant) and isinstance(kind.value, str):
+                kinds.add(kind.value)
+        elif node.func.id == "CheckpointItem" and len(node.args) >= 2:
+            if isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+                kinds.add(node.args[1].value)
+    return kinds
+
+
+def test_json_lines_schema_names_every_type_and_field() -> None:
+    page = _read("kafkatool-dump.1")
+    schema = page.split('.SH "JSON LINES SCHEMA"', 1)[1].split(".SH ", 1)[0]
+    plain = re.sub(r"\\f[BIRP]", "", schema).replace("\\-", "-")
+    words = set(re.findall(r"[A-Za-z_]+", plain))
+    types, fields = _jsonl_names()
+    assert types and fields
+    missing_types = sorted(t for t in types if t not in words)
+    missing_fields = sorted(f for f in fields if f not in words)
+    assert not missing_types and not missing_fields, (
+        f"JSON LINES SCHEMA lacks types {missing_types} and fields {missing_fields}: "
+        f"describe them in EXTRA_SECTIONS['dump'] (kafkatool/cli/manpage.py), then {FIX}"
+    )
+
+
+def test_dump_page_documents_what_the_brief_requires() -> None:
+    page = _read("kafkatool-dump.1")
+    for title in ("OUTPUT", "JSON LINES SCHEMA", "DECODERS", "SEEKING", "EXIT STATUS", "COMPATIBILITY", "EXAMPLES"):
+        assert f'.SH "{title}"' in page
+    assert "kafkatool dump \\-\\-files 00000000000000000000.log \\-\\-print\\-data\\-log" in page
+    assert "kafka\\-dump\\-log.sh \\-\\-files 00000000000000000000.log \\-\\-print\\-data\\-log" in page
+
+
+# --------------------------------------------------------------------------- the generator
+
+
+def test_output_is_deterministic_and_dateless() -> None:
+    first = manpage.render_pages()
+    assert first == manpage.render_pages()
+    for name, text in first.items():
+        th = next(line for line in text.splitlines() if line.startswith(".TH "))
+        assert not re.search(r"\d{4}-\d{2}-\d{2}", th), f"{name}: a date in {th!r}"
+
+
+@pytest.mark.parametrize(
+    ("text", "roff"),
+    [
+        ("--max-bytes", "\\-\\-max\\-bytes"),
+        ("a\\b", "a\\eb"),
+        (".log files", "\\&.log files"),
+        ("'quoted", "\\&'quoted"),
+        ("one\n.two\n'three", "one\n\\&.two\n\\&'three"),
+        ("mid.dle it's", "mid.dle it's"),
+        ("U+FFFD \ufffd", "U+FFFD \\[uFFFD]"),
+    ],
+)
+def test_escape(text: str, roff: str) -> None:
+    assert manpage.escape(text) == roff
+
+
+def test_prose_never_starts_a_line_with_a_request() -> None:
+    roff = manpage.para("Files. .index files are read. 'x' too.", "`.log` first")
+    for line in roff.splitlines():
+        assert line == ".PP" or not line.startswith((".", "'")), line
+
+
+def test_write_all_then_check_in_a_fresh_directory(tmp_path: Path) -> None:
+    written = manpage.write_all(tmp_path)
+    assert sorted(p.name for p in written) == sorted(PAGE_IDS)
+    assert manpage.check(tmp_path) == []
+    (tmp_path / "kafkatool-dump.1").write_text("stale\n", encoding="utf-8")
+    (tmp_path / "kafkatool-gone.1").write_text("obsolete\n", encoding="utf-8")
+    assert sorted(manpage.check(tmp_path)) == ["kafkatool-dump.1", "kafkatool-gone.1"]
+    assert manpage.main(["--check", str(tmp_path)]) == 1
+    assert manpage.main([str(tmp_path)]) == 0
+    assert manpage.check(tmp_path) == []
+    assert not (tmp_path / "kafkatool-gone.1").exists()
+
+
+def _toy_cli() -> click.Group:
+    """A CLI with the parameter kinds kafkatool's commands may grow."""
+
+    @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+    def toy() -> None:
+        """Toy tool.
+
+        \b
+        .dot at a line start
+        'quote at a line start
+        """
+
+    @toy.command()
+    @click.argument("src", nargs=2, type=click.Path())
+    @click.option("--apply/--dry-run", default=False, help="Write the repair (a backup is kept).")
+    @click.option("-v", "--verbose", count=True, help="More output.")
+    @click.option("--skip", multiple=True, help="Skip *.swap files.")
+    @click.option("--mode", type=click.Choice(["fast", "safe"]), default="safe", help="How.")
+    @click.option("--to", required=True, envvar="TOY_TO", metavar="DIR", help="Target\\dir.")
+    @click.option("--secret", hidden=True)
+    def repair(src, apply, verbose, skip, mode, to, secret) -> None:
+        """Repair a segment \u2014 safely.\f
+
+        Not shown."""
+
+    @toy.group()
+    def index() -> None:
+        """Index commands."""
+
+    @index.command("rebuild")
+    def rebuild() -> None:
+        """Rebuild."""
+
+    @toy.command(hidden=True)
+    def internal() -> None:
+        """Hidden."""
+
+    return toy
+
+
+def test_generator_handles_every_parameter_kind(tmp_path: Path) -> None:
+    pages = manpage.render_pages(_toy_cli())
+    assert sorted(pages) == ["kafkatool-index-rebuild.1", "kafkatool-index.1", "kafkatool-repair.1", "kafkatool.1"]
+    repair = pages["kafkatool-repair.1"]
+    assert "\\fB\\-\\-apply\\fR, \\fB\\-\\-dry\\-run\\fR" in repair
+    assert "Default: \\fB\\-\\-dry\\-run\\fR." in repair
+    assert "\\fB\\-v\\fR, \\fB\\-\\-verbose\\fR\n" in repair
+    assert "\\fB\\-\\-mode\\fR \\fBfast\\fR|\\fBsafe\\fR" in repair
+    assert "\\fB\\-\\-to\\fR \\fIDIR\\fR" in repair and "Target\\edir." in repair and "\\fBTOY_TO\\fR" in repair
+    assert "Skip *.swap files." in repair and "May be given more than once." in repair
+    assert "secret" not in repair and "Not shown" not in repair
+    assert "\\fISRC\\fR..." in repair and "\\[u2014]" in repair
+    assert '.SH "EXIT STATUS"' in repair  # the generic one
+    group = pages["kafkatool.1"]
+    assert "\\&.dot at a line start\n\\&'quote at a line start" in group
+    assert "internal" not in group
+    assert "\\fBkafkatool\\-index\\-rebuild\\fR(1)" in group
+    checker = _roff_checker()
+    if checker is not None and checker[0] == "groff":
+        for name, text in pages.items():
+            (tmp_path / name).write_text(text, encoding="utf-8")
+            result = subprocess.run([*checker, str(tmp_path / name)], capture_output=True, text=True, timeout=60)
+            assert not result.stderr.strip(), f"{name}:\n{result.stderr}"
