@@ -697,12 +697,14 @@ _DUMP_SEEK = _join(
             ),
             (
                 "--end-offset N",
-                "Stops at the first v2 batch whose base offset is past *N*; records past *N* are left out.",
+                "Stops at the first batch (magic 2) whose base offset is past *N*; with deep iteration, records "
+                "past *N* are left out.",
             ),
             (
                 "--end-time T",
-                "Leaves out batches that start after *T* and records with timestamps after *T*; the walk "
-                "goes on to the end, because timestamps need not grow with offsets.",
+                "Leaves out batches (magic 2) whose first timestamp is after *T* and, with deep iteration, "
+                "records with timestamps after *T*; the walk goes on to the end, because timestamps need "
+                "not grow with offsets.",
             ),
         ]
     ),

@@ -27,7 +27,8 @@ def batch_object(path: str, b: Batch, base_offset: int | None) -> dict:
         "file": path,
         "position": b.position,
         "size": b.size,
-        "baseOffset": base_offset if base_offset is not None else b.offset,
+        # a legacy wrapper's baseOffset is its first inner offset: known only once decompressed
+        "baseOffset": base_offset if base_offset is not None else (b.offset if b.magic >= 2 or not b.attributes & 7 else None),
         "lastOffset": b.last_offset,
         "count": b.count,
         "magic": b.magic,
@@ -87,10 +88,16 @@ class JsonlRenderer:
         t = type(item)
         if t is d.BatchItem:
             return self._batch(item), False  # type: ignore[arg-type]
+        if t is d.Batches:
+            return self._batches(item), False  # type: ignore[arg-type]
         obj = _object(item)
         if obj is None:
             return "", False
         return _dumps(obj) + "\n", False
+
+    def _batches(self, item: d.Batches) -> str:
+        path = item.path
+        return "\n".join([_dumps(batch_object(path, b, None)) for b in item.batches]) + "\n"
 
     def _batch(self, item: d.BatchItem) -> str:
         b = item.batch

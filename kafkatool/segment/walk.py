@@ -35,7 +35,7 @@ from kafkatool.record.v2 import HEADER as V2_HEADER
 
 __all__ = ["SegmentWalker", "WalkStop", "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH_BYTES"]
 
-DEFAULT_WINDOW = 4 << 20
+DEFAULT_WINDOW = 1 << 20  # small enough that CRC reads bytes still in L2 (PERF.md)
 DEFAULT_MAX_BATCH_BYTES = 256 << 20
 MAX_SEGMENT_SIZE = 2147483647
 
@@ -94,7 +94,6 @@ class SegmentWalker:
         self.position = start
         self.stop: WalkStop | None = None
         self.error: KafkaToolError | None = None
-        self.batches = 0
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
@@ -146,7 +145,6 @@ class SegmentWalker:
             except KafkaToolError as e:
                 self._fail(e, pos)
                 return
-            self.batches += 1
             yield batch, data
             pos += total
             self.position = pos
@@ -165,6 +163,7 @@ class SegmentWalker:
         readinto = f.readinto
         unpack_os = _OFFSET_SIZE.unpack_from
         v2_unpack = V2_HEADER.unpack_from
+        new_tuple = tuple.__new__
         while True:
             if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
                 self.stop = WalkStop.END if pos >= end else WalkStop.TAIL
@@ -203,7 +202,6 @@ class SegmentWalker:
                     except KafkaToolError as e:
                         self._fail(e, pos)
                         return
-                    self.batches += 1
                     yield batch, None
                     pos += total
                     self.position = pos
@@ -233,22 +231,25 @@ class SegmentWalker:
                     self.stop = WalkStop.TAIL
                     return
             magic = buf[rel + 16]
-            if magic >= 2 and magic < 128:
+            if 2 <= magic < 128:
                 if total < V2_HEADER_SIZE:
                     self._fail(_short_v2_error(total), pos)
                     return
-                (b, ln, ple, mg, crc, attrs, lod, bts, mts, pid, pep, bseq, cnt) = v2_unpack(buf, rel)
-                batch = Batch(
-                    pos, total, b, mg, crc, attrs & 0xFFFF, lod, bts, mts, pid, pep, bseq, cnt, ple,
+                fields = v2_unpack(buf, rel)
+                # Batch(...) field order: position, size, offset, magic, crc, attributes,
+                # last_offset_delta, base/max timestamp, producer id/epoch, base sequence, count,
+                # partition leader epoch, computed crc. tuple.__new__ skips NamedTuple's Python __new__.
+                batch = new_tuple(Batch, (
+                    pos, total, fields[0], fields[3], fields[4], fields[5] & 0xFFFF, fields[6], fields[7],
+                    fields[8], fields[9], fields[10], fields[11], fields[12], fields[2],
                     crc32c(mv[rel + 21 : rel + total]),
-                )
+                ))
             else:
                 try:
                     batch = _decode_legacy(mv, rel, pos, total)
                 except KafkaToolError as e:
                     self._fail(e, pos)
                     return
-            self.batches += 1
             yield batch, mv[rel : rel + total]
             pos += total
             self.position = pos

@@ -1,0 +1,475 @@
+"""Benchmark ``kafkatool dump`` against the same work driven by kafka-python and aiokafka.
+
+Usage::
+
+    python bench/bench_dump.py                  # full sizes (1 GiB + 5 x 256 MiB), best of 3
+    python bench/bench_dump.py --quick          # 64 MiB segments, 1 run: a smoke check
+    python bench/bench_dump.py --variants none-16k,zstd-16k --runs 5 --modes deep
+
+Every measurement is a whole process (interpreter start, imports, reading, output to
+``/dev/null``): wall time from ``perf_counter`` around spawn and ``os.wait4``, peak RSS
+from the ``rusage`` that ``wait4`` returns for that one child. Each command runs
+``--runs`` times, interleaved tool by tool so that drift hits every tool alike; the best
+time is kept, and the largest peak RSS seen. The segments come from ``gen_segment.py``
+and are read once before timing so that every tool works on page-cached files.
+
+Before timing, each command also runs once with its output piped back here (not timed):
+its lines are counted and hashed, and must match the count the segment's metadata
+predicts and kafkatool's output. A corrupted copy of a small segment checks that every
+tool really verifies CRCs (exactly the damaged batch must say ``isvalid: false``).
+
+The table gives, per variant, mode and tool: seconds, peak RSS, throughput, and for the
+peers the ratio ``peer seconds / kafkatool seconds`` (above 1: kafkatool is faster). It
+is printed and written as JSON to ``bench/out/dump-<timestamp>.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+
+import gen_segment as gen
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+MiB = 1 << 20
+GiB = 1 << 30
+
+MODES = {
+    "batch": [],  # kafka-dump-log's default: one line per batch
+    "deep": ["--deep-iteration", "--print-data-log"],  # plus one line per record, key and payload
+}
+TOOLS = ("kafkatool", "kafka-python", "aiokafka")
+
+# The issue's targets.
+TARGET_BATCH_SECONDS = 0.5  # batch-line dump of a 1 GiB segment
+TARGET_BATCH_RSS_MIB = 100.0
+TARGET_DEEP_RATIO_VS_AIOKAFKA = 1.0
+TARGET_VARIANT = "none-16k"
+
+
+def tool_command(tool: str, mode: str, path: str) -> list[str]:
+    flags = MODES[mode]
+    if tool == "kafkatool":
+        exe = shutil.which("kafkatool")
+        base = [exe] if exe else [sys.executable, "-m", "kafkatool"]
+        return base + ["dump", *flags, path]
+    script = {"kafka-python": "peer_kafka_python.py", "aiokafka": "peer_aiokafka.py"}[tool]
+    return [sys.executable, os.path.join(HERE, script), *flags, path]
+
+
+# --------------------------------------------------------------------------- running one process
+
+
+@dataclass
+class Run:
+    seconds: float
+    max_rss_mib: float
+    user_s: float
+    sys_s: float
+    exit_code: int
+    stderr: str = ""
+
+
+def run_process(cmd: list[str], *, capture: bool = False) -> tuple[Run, int, str]:
+    """Run ``cmd`` once; stdout to /dev/null, or (``capture``) counted and hashed here.
+
+    Returns the run and, when capturing, the output's line count and SHA-256.
+    """
+    lines = 0
+    digest = hashlib.sha256()
+    with tempfile.TemporaryFile() as err, open(os.devnull, "wb") as devnull:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if capture else devnull, stderr=err
+        )
+        if capture:
+            assert proc.stdout is not None
+            read = proc.stdout.read
+            while True:
+                chunk = read(1 << 20)
+                if not chunk:
+                    break
+                lines += chunk.count(b"\n")
+                digest.update(chunk)
+            proc.stdout.close()
+        # wait4, not waitpid: it hands back the rusage of this one child (peak RSS, CPU).
+        _pid, status, ru = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    run = Run(seconds, ru.ru_maxrss / 1024, ru.ru_utime, ru.ru_stime, proc.returncode, stderr[-2000:])
+    return run, lines, digest.hexdigest()
+
+
+def warm_cache(path: str) -> float:
+    """Read ``path`` once (into a reused buffer) so every tool then works from the page cache."""
+    buf = bytearray(4 * MiB)
+    mv = memoryview(buf)
+    t0 = time.perf_counter()
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(mv):
+            pass
+    return time.perf_counter() - t0
+
+
+# --------------------------------------------------------------------------- checks
+
+
+@dataclass
+class Check:
+    variant: str
+    mode: str
+    tool: str
+    lines: int
+    expected_lines: int
+    sha256: str
+    same_as_kafkatool: bool | None
+    exit_code: int
+    ok: bool
+    note: str = ""
+
+
+def check_outputs(seg: gen.Segment, variant_label: str, mode: str, tools: list[str]) -> list[Check]:
+    """Run each tool once with its output captured: line counts and content must agree."""
+    expected = 2 + seg.batches + (seg.records if mode == "deep" else 0)
+    out: list[Check] = []
+    ref: str | None = None
+    for tool in tools:
+        run, lines, sha = run_process(tool_command(tool, mode, seg.path), capture=True)
+        if tool == "kafkatool":
+            ref = sha
+        same = None if ref is None or tool == "kafkatool" else sha == ref
+        ok = run.exit_code == 0 and lines == expected and same is not False
+        note = ""
+        if run.exit_code != 0:
+            note = f"exit {run.exit_code}: {run.stderr.strip()[-300:]}"
+        elif lines != expected:
+            note = f"{lines} lines, expected {expected}"
+        elif same is False:
+            note = "same line count, different bytes from kafkatool"
+        out.append(Check(variant_label, mode, tool, lines, expected, sha, same, run.exit_code, ok, note))
+    return out
+
+
+def crc_self_check(root: str, tools: list[str], log) -> dict:
+    """Damage one byte of one batch's records in a small segment: every tool must flag exactly it."""
+    variant = gen.VARIANTS["none-16k"]
+    seg = gen.ensure_segment(os.path.join(root, "selfcheck-src"), variant, 1, log=lambda *_: None)
+    with open(seg.path, "rb") as f:
+        data = bytearray(f.read())
+    # Walk to the 4th batch and flip one byte of a record payload (a hex digit of an event id:
+    # the bytes stay valid UTF-8 and the records still decode, only the CRC no longer matches).
+    pos = 0
+    for _ in range(3):
+        pos += int.from_bytes(data[pos + 8 : pos + 12], "big") + 12
+    damaged_batch_position = pos
+    at = data.index(b'"event_id":"', pos + 61) + len(b'"event_id":"') + 5
+    data[at] = ord("0") if data[at] != ord("0") else ord("1")
+    path = os.path.join(root, "selfcheck", gen.SEGMENT_NAME)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    result = {"path": path, "damaged_batch_position": damaged_batch_position, "damaged_byte": at, "tools": {}}
+    ok_all = True
+    for tool in tools:
+        with tempfile.TemporaryFile() as outf:
+            proc = subprocess.run(tool_command(tool, "batch", path), stdout=outf, stderr=subprocess.PIPE, check=False)
+            outf.seek(0)
+            text = outf.read().decode()
+        invalid = [ln for ln in text.splitlines() if ln.endswith("isvalid: false")]
+        ok = proc.returncode == 0 and len(invalid) == 1 and f" position: {damaged_batch_position} " in invalid[0]
+        ok_all &= ok
+        result["tools"][tool] = {"ok": ok, "invalid_lines": len(invalid), "exit_code": proc.returncode}
+        log(f"  {tool:<13} {'ok' if ok else 'FAILED'}: {len(invalid)} batch(es) reported isvalid: false")
+    result["ok"] = ok_all
+    return result
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass
+class Result:
+    variant: str
+    mode: str
+    tool: str
+    seconds: float
+    max_rss_mib: float
+    file_bytes: int
+    records: int
+    batches: int
+    gib_per_s: float
+    mrec_per_s: float
+    runs: list[dict] = field(default_factory=list)
+    speedup_vs_peer: float | None = None
+    """For a peer: peer seconds / kafkatool seconds (> 1 means kafkatool is faster)."""
+
+
+def machine_info() -> dict:
+    info: dict = {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/meminfo") as f:
+            info["mem_total_gib"] = round(int(f.readline().split()[1]) / (1 << 20), 1)
+    except OSError:
+        pass
+    return info
+
+
+def versions() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict = {}
+    for pkg in ("kafkatool", "kafka-python", "aiokafka", "crc32c", "lz4", "python-snappy", "zstandard", "cramjam"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            out[pkg] = None
+    from kafkatool.record import v2
+
+    out["kafkatool_speedups"] = v2._fast_decode_records is not None
+    try:
+        from aiokafka.util import NO_EXTENSIONS
+
+        out["aiokafka_c_extensions"] = not NO_EXTENSIONS
+    except ImportError:
+        pass
+    try:
+        from kafka.record import util as kutil
+
+        out["kafka_python_crc32c"] = getattr(kutil._crc32c, "__module__", None) or repr(kutil._crc32c)
+    except ImportError:
+        pass
+    try:
+        out["kafkatool_commit"] = subprocess.run(
+            ["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", REPO, "status", "--porcelain", "--", "kafkatool"], capture_output=True, text=True, check=True
+        ).stdout
+        out["kafkatool_dirty"] = bool(dirty.strip())
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return out
+
+
+def _fmt_table(results: list[Result]) -> str:
+    head = f"{'variant':<16} {'mode':<6} {'tool':<13} {'seconds':>8} {'peak RSS MiB':>12} {'GiB/s':>7} {'Mrec/s':>7}  {'ratio':>6}"
+    rows = [head, "-" * len(head)]
+    last = None
+    for r in results:
+        key = (r.variant, r.mode)
+        if last is not None and key != last:
+            rows.append("")
+        show_key = key != last
+        last = key
+        ratio = f"x{r.speedup_vs_peer:.2f}" if r.speedup_vs_peer is not None else ""
+        rows.append(
+            f"{r.variant if show_key else '':<16} {r.mode if show_key else '':<6} {r.tool:<13} {r.seconds:>8.3f}"
+            f" {r.max_rss_mib:>12.1f} {r.gib_per_s:>7.2f} {r.mrec_per_s:>7.2f}  {ratio:>6}"
+        )
+    return "\n".join(rows)
+
+
+def evaluate_targets(results: list[Result], quick: bool) -> list[dict]:
+    """The issue's targets, each with the measured value and pass / FAIL / n/a."""
+    out: list[dict] = []
+    by = {(r.variant, r.mode, r.tool): r for r in results}
+    batch = next((r for r in results if r.variant.startswith(TARGET_VARIANT + "-") and r.mode == "batch" and r.tool == "kafkatool"), None)
+    if batch is not None:
+        full = batch.file_bytes >= 0.9 * GiB
+        scaled = batch.seconds * GiB / batch.file_bytes
+        out.append({
+            "target": f"batch-line dump of 1 GiB in < {TARGET_BATCH_SECONDS} s",
+            "variant": batch.variant,
+            "measured": round(batch.seconds, 3),
+            "status": ("pass" if batch.seconds < TARGET_BATCH_SECONDS else "FAIL") if full else "n/a",
+            "note": "" if full else f"file is {batch.file_bytes / MiB:.0f} MiB (scaled to 1 GiB: {scaled:.2f} s)",
+        })
+        out.append({
+            "target": f"batch-line dump with flat memory: peak RSS < {TARGET_BATCH_RSS_MIB:.0f} MiB",
+            "variant": batch.variant,
+            "measured": round(batch.max_rss_mib, 1),
+            "status": ("pass" if batch.max_rss_mib < TARGET_BATCH_RSS_MIB else "FAIL") if full else "n/a",
+            "note": "" if full else "measured on the small file; flat memory shows only at full size",
+        })
+    for r in results:
+        if r.mode != "deep" or r.tool != "aiokafka" or r.speedup_vs_peer is None:
+            continue
+        out.append({
+            "target": f"deep dump at least as fast as aiokafka (ratio >= {TARGET_DEEP_RATIO_VS_AIOKAFKA})",
+            "variant": r.variant,
+            "measured": round(r.speedup_vs_peer, 2),
+            "status": "pass" if r.speedup_vs_peer >= TARGET_DEEP_RATIO_VS_AIOKAFKA else "FAIL",
+            "note": f"kafkatool {by[(r.variant, 'deep', 'kafkatool')].seconds:.2f} s, aiokafka {r.seconds:.2f} s",
+        })
+    return out
+
+
+# --------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default=gen.DEFAULT_ROOT, help=f"where the segments live (default {gen.DEFAULT_ROOT})")
+    ap.add_argument("--quick", action="store_true", help=f"{gen.QUICK_MIB} MiB segments and 1 run: a smoke check")
+    ap.add_argument("--variants", help=f"comma separated subset of: {', '.join(gen.VARIANTS)}")
+    ap.add_argument("--runs", type=int, help="timed runs per command, best kept (default 3; 1 with --quick)")
+    ap.add_argument("--modes", default="batch,deep", help="comma separated subset of: batch, deep")
+    ap.add_argument("--tools", default=",".join(TOOLS), help=f"comma separated subset of: {', '.join(TOOLS)}")
+    ap.add_argument("--no-check", action="store_true", help="skip the untimed output and CRC checks")
+    ap.add_argument("--out", default=os.path.join(HERE, "out"), help="directory for the JSON report")
+    ap.add_argument("--seed", type=int, default=gen.DEFAULT_SEED)
+    args = ap.parse_args(argv)
+
+    runs = args.runs if args.runs is not None else (1 if args.quick else 3)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    if bad := [m for m in modes if m not in MODES] + [t for t in tools if t not in TOOLS]:
+        ap.error(f"unknown mode/tool: {', '.join(bad)}")
+    if "kafkatool" not in tools:
+        ap.error("kafkatool must be among --tools: the ratios are against it")
+    tools = ["kafkatool"] + [t for t in tools if t != "kafkatool"]
+    root = os.path.abspath(args.root)
+    started = _dt.datetime.now()
+    log = lambda *a: print(*a, flush=True)  # noqa: E731
+
+    log(f"segments under {root}:")
+    segments = gen.ensure_segments(root, gen.select_variants(args.variants), args.quick, args.seed, log)
+    label = {s.path: gen.VARIANTS[s.variant].dir_name(s.target_mib) for s in segments}
+
+    checks: list[Check] = []
+    selfcheck = None
+    if not args.no_check:
+        log("CRC self-check (one damaged batch):")
+        selfcheck = crc_self_check(root, tools, log)
+
+    log("warming the page cache:")
+    for s in segments:
+        t = warm_cache(s.path)
+        log(f"  {label[s.path]:<16} {s.file_bytes / MiB:8.1f} MiB read in {t:.2f} s")
+
+    # Fixed cost: interpreter start and imports, on an empty segment.
+    empty = os.path.join(root, "empty", gen.SEGMENT_NAME)
+    os.makedirs(os.path.dirname(empty), exist_ok=True)
+    open(empty, "wb").close()
+    fixed: dict[str, float] = {}
+    for _ in range(max(runs, 3)):
+        for tool in tools:
+            run, _l, _h = run_process(tool_command(tool, "batch", empty))
+            fixed[tool] = min(fixed.get(tool, float("inf")), run.seconds)
+    log("fixed cost (dump of an empty segment, best): " + ", ".join(f"{t} {s:.3f} s" for t, s in fixed.items()))
+
+    results: list[Result] = []
+    for s in segments:
+        for mode in modes:
+            if not args.no_check:
+                cs = check_outputs(s, label[s.path], mode, tools)
+                checks += cs
+                for c in cs:
+                    if not c.ok:
+                        log(f"  CHECK FAILED {c.variant} {c.mode} {c.tool}: {c.note}")
+            best: dict[str, Result] = {}
+            for _ in range(runs):
+                for tool in tools:  # interleaved: drift hits every tool alike
+                    run, _l, _h = run_process(tool_command(tool, mode, s.path))
+                    if run.exit_code != 0:
+                        log(f"  {tool} exited {run.exit_code} on {s.path}: {run.stderr.strip()[-300:]}")
+                    r = best.get(tool)
+                    if r is None:
+                        r = best[tool] = Result(
+                            label[s.path], mode, tool, run.seconds, run.max_rss_mib, s.file_bytes, s.records, s.batches, 0, 0
+                        )
+                    r.runs.append(asdict(run))
+                    r.seconds = min(r.seconds, run.seconds)
+                    r.max_rss_mib = max(r.max_rss_mib, run.max_rss_mib)
+            kt = best["kafkatool"].seconds
+            for tool in tools:
+                r = best[tool]
+                r.gib_per_s = s.file_bytes / GiB / r.seconds
+                r.mrec_per_s = s.records / 1e6 / r.seconds
+                if tool != "kafkatool":
+                    r.speedup_vs_peer = r.seconds / kt
+                results.append(r)
+                log(
+                    f"  {label[s.path]:<16} {mode:<6} {tool:<13} {r.seconds:8.3f} s  {r.max_rss_mib:8.1f} MiB"
+                    + (f"  x{r.speedup_vs_peer:.2f}" if r.speedup_vs_peer is not None else "")
+                )
+
+    targets = evaluate_targets(results, args.quick)
+    checks_ok = all(c.ok for c in checks) and (selfcheck is None or selfcheck["ok"])
+
+    print()
+    print(f"kafkatool dump vs kafka-python and aiokafka — whole process, best of {runs}, page-cached, output to /dev/null")
+    print("ratio = peer seconds / kafkatool seconds (> 1: kafkatool faster); GiB/s of file bytes; Mrec/s of records in the file")
+    print()
+    print(_fmt_table(results))
+    print()
+    print("fixed cost (empty segment): " + ", ".join(f"{t} {s:.3f} s" for t, s in fixed.items()))
+    print()
+    print("targets (from the issue):")
+    for t in targets:
+        note = f"  ({t['note']})" if t["note"] else ""
+        print(f"  [{t['status']:>4}] {t['target']}: {t['variant']} -> {t['measured']}{note}")
+    print()
+    if args.no_check:
+        print("checks: skipped (--no-check)")
+    else:
+        n_same = sum(1 for c in checks if c.same_as_kafkatool)
+        n_peer = sum(1 for c in checks if c.tool != "kafkatool")
+        print(
+            f"checks: {'all passed' if checks_ok else 'FAILED'} — line counts as predicted for {sum(c.lines == c.expected_lines for c in checks)}"
+            f"/{len(checks)} outputs; peer output byte-identical to kafkatool's in {n_same}/{n_peer};"
+            f" CRC self-check {'ok' if selfcheck and selfcheck['ok'] else 'FAILED'}"
+        )
+        for c in checks:
+            if not c.ok:
+                print(f"  FAILED {c.variant} {c.mode} {c.tool}: {c.note}")
+
+    os.makedirs(args.out, exist_ok=True)
+    out_path = os.path.join(args.out, f"dump-{started.strftime('%Y%m%d-%H%M%S')}.json")
+    report = {
+        "benchmark": "kafkatool dump",
+        "started": started.isoformat(timespec="seconds"),
+        "elapsed_s": round((_dt.datetime.now() - started).total_seconds(), 1),
+        "quick": args.quick,
+        "runs": runs,
+        "modes": {m: MODES[m] for m in modes},
+        "commands": {t: tool_command(t, "deep", "FILE") for t in tools},
+        "machine": machine_info(),
+        "versions": versions(),
+        "segments": [asdict(s) for s in segments],
+        "fixed_cost_s": fixed,
+        "results": [asdict(r) for r in results],
+        "targets": targets,
+        "checks": {"ok": checks_ok, "crc_self_check": selfcheck, "outputs": [asdict(c) for c in checks]},
+    }
+    with open(out_path, "w") as f:
+        json.dump(report, f, indent=2)
+        f.write("\n")
+    print(f"\nJSON report: {os.path.relpath(out_path)}")
+    return 0 if checks_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
