@@ -31,7 +31,7 @@ import hashlib
 import json
 import os
 import platform
-import shutil
+import sysconfig
 import subprocess
 import sys
 import tempfile
@@ -58,12 +58,23 @@ TARGET_DEEP_RATIO_VS_AIOKAFKA = 1.0
 TARGET_VARIANT = "none-16k"
 
 
+def kafkatool_exe() -> list[str]:
+    """The installed ``kafkatool`` console script of this interpreter.
+
+    Taken from the interpreter's own scripts directory, not from ``PATH``: a version
+    manager's shim (pyenv's is a bash script) would add ~0.1 s to every kafkatool run
+    that the peers, started as ``sys.executable SCRIPT``, do not pay.
+    """
+    exe = os.path.join(sysconfig.get_path("scripts"), "kafkatool")
+    if os.access(exe, os.X_OK):
+        return [exe]
+    return [sys.executable, "-m", "kafkatool"]
+
+
 def tool_command(tool: str, mode: str, path: str) -> list[str]:
     flags = MODES[mode]
     if tool == "kafkatool":
-        exe = shutil.which("kafkatool")
-        base = [exe] if exe else [sys.executable, "-m", "kafkatool"]
-        return base + ["dump", *flags, path]
+        return [*kafkatool_exe(), "dump", *flags, path]
     script = {"kafka-python": "peer_kafka_python.py", "aiokafka": "peer_aiokafka.py"}[tool]
     return [sys.executable, os.path.join(HERE, script), *flags, path]
 
@@ -81,17 +92,58 @@ class Run:
     stderr: str = ""
 
 
+#: The children's environment, set up by :func:`set_child_env`.
+CHILD_ENV: dict[str, str] | None = None
+
+
+def set_child_env(root: str) -> None:
+    """Let every tool keep its bytecode, as an installed package would.
+
+    With ``PYTHONDONTWRITEBYTECODE`` set (as in some sandboxes) and no ``__pycache__``
+    beside a module, every run would compile that module again, charging compile time to
+    whichever tool happens to lack caches. The children instead write and read their
+    bytecode under ``ROOT/pycache`` (``PYTHONPYCACHEPREFIX``): nothing is written into the
+    repository or site-packages, every tool is treated alike, and the untimed runs made
+    before timing fill the cache.
+    """
+    global CHILD_ENV
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = os.path.join(root, "pycache")
+    CHILD_ENV = env
+
+
+GNU_TIME = "/usr/bin/time"
+_TIME_FORMAT = "%M %U %S"  # peak RSS KiB, user s, system s
+
+
+def rss_method() -> str:
+    return "gnu-time" if os.access(GNU_TIME, os.X_OK) else "wait4"
+
+
 def run_process(cmd: list[str], *, capture: bool = False) -> tuple[Run, int, str]:
     """Run ``cmd`` once; stdout to /dev/null, or (``capture``) counted and hashed here.
 
     Returns the run and, when capturing, the output's line count and SHA-256.
+
+    Wall time is ``perf_counter`` around spawn and reap. Peak RSS comes from GNU time
+    (``/usr/bin/time -f %M``) when present: a child spawned straight from this process
+    would report *this* process's RSS as its own floor, because Linux carries the
+    pre-exec address space's high-water mark across ``exec`` (and Python spawns with
+    vfork, sharing it); GNU time is a small C program whose fork starts near zero. Its
+    extra exec costs every tool the same ~1 ms. Without it, ``os.wait4``'s rusage of the
+    child is used, an upper bound.
     """
     lines = 0
     digest = hashlib.sha256()
-    with tempfile.TemporaryFile() as err, open(os.devnull, "wb") as devnull:
+    use_time = rss_method() == "gnu-time"
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile(
+        "r", prefix="bench-time-"
+    ) as tout, open(os.devnull, "wb") as devnull:
+        argv = [GNU_TIME, "-o", tout.name, "-f", _TIME_FORMAT, *cmd] if use_time else cmd
         t0 = time.perf_counter()
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if capture else devnull, stderr=err
+            argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE if capture else devnull, stderr=err, env=CHILD_ENV
         )
         if capture:
             assert proc.stdout is not None
@@ -103,13 +155,21 @@ def run_process(cmd: list[str], *, capture: bool = False) -> tuple[Run, int, str
                 lines += chunk.count(b"\n")
                 digest.update(chunk)
             proc.stdout.close()
-        # wait4, not waitpid: it hands back the rusage of this one child (peak RSS, CPU).
         _pid, status, ru = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
-    run = Run(seconds, ru.ru_maxrss / 1024, ru.ru_utime, ru.ru_stime, proc.returncode, stderr[-2000:])
+        rss_kib, user_s, sys_s = ru.ru_maxrss, ru.ru_utime, ru.ru_stime
+        if use_time:
+            # GNU time writes "Command exited with non-zero status N" first when it did.
+            last = tout.read().strip().splitlines()[-1:]
+            try:
+                k, u, sy = last[0].split()
+                rss_kib, user_s, sys_s = int(k), float(u), float(sy)
+            except (IndexError, ValueError):
+                stderr += f"\n[bench] could not read GNU time's output: {last!r}"
+    run = Run(seconds, rss_kib / 1024, user_s, sys_s, proc.returncode, stderr[-2000:])
     return run, lines, digest.hexdigest()
 
 
@@ -185,7 +245,9 @@ def crc_self_check(root: str, tools: list[str], log) -> dict:
     ok_all = True
     for tool in tools:
         with tempfile.TemporaryFile() as outf:
-            proc = subprocess.run(tool_command(tool, "batch", path), stdout=outf, stderr=subprocess.PIPE, check=False)
+            proc = subprocess.run(
+            tool_command(tool, "batch", path), stdout=outf, stderr=subprocess.PIPE, check=False, env=CHILD_ENV
+        )
             outf.seek(0)
             text = outf.read().decode()
         invalid = [ln for ln in text.splitlines() if ln.endswith("isvalid: false")]
@@ -291,7 +353,7 @@ def _fmt_table(results: list[Result]) -> str:
     return "\n".join(rows)
 
 
-def evaluate_targets(results: list[Result], quick: bool) -> list[dict]:
+def evaluate_targets(results: list[Result]) -> list[dict]:
     """The issue's targets, each with the measured value and pass / FAIL / n/a."""
     out: list[dict] = []
     by = {(r.variant, r.mode, r.tool): r for r in results}
@@ -354,6 +416,10 @@ def main(argv: list[str] | None = None) -> int:
     started = _dt.datetime.now()
     log = lambda *a: print(*a, flush=True)  # noqa: E731
 
+    set_child_env(root)
+    load = os.getloadavg()
+    if load[0] > 0.5:
+        log(f"warning: load average {load[0]:.2f} before starting: other work shares the {os.cpu_count()} CPUs; expect noise")
     log(f"segments under {root}:")
     segments = gen.ensure_segments(root, gen.select_variants(args.variants), args.quick, args.seed, log)
     label = {s.path: gen.VARIANTS[s.variant].dir_name(s.target_mib) for s in segments}
@@ -374,6 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     os.makedirs(os.path.dirname(empty), exist_ok=True)
     open(empty, "wb").close()
     fixed: dict[str, float] = {}
+    for tool in tools:  # untimed: fills the bytecode cache
+        run_process(tool_command(tool, "deep", empty))
     for _ in range(max(runs, 3)):
         for tool in tools:
             run, _l, _h = run_process(tool_command(tool, "batch", empty))
@@ -416,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
                     + (f"  x{r.speedup_vs_peer:.2f}" if r.speedup_vs_peer is not None else "")
                 )
 
-    targets = evaluate_targets(results, args.quick)
+    targets = evaluate_targets(results)
     checks_ok = all(c.ok for c in checks) and (selfcheck is None or selfcheck["ok"])
 
     print()
@@ -456,7 +524,9 @@ def main(argv: list[str] | None = None) -> int:
         "runs": runs,
         "modes": {m: MODES[m] for m in modes},
         "commands": {t: tool_command(t, "deep", "FILE") for t in tools},
+        "rss_method": rss_method(),
         "machine": machine_info(),
+        "load_average_at_start": load,
         "versions": versions(),
         "segments": [asdict(s) for s in segments],
         "fixed_cost_s": fixed,

@@ -48,32 +48,41 @@ Library differences, each asserted where it shows (never skipped):
     libraries decompress it before looking at the count and fail; Kafka and kafkatool read no
     records. Kafka never writes one (count-0 batches are uncompressed), so the random record
     sets keep count 0 to uncompressed batches and ``test_zero_record_batches`` pins the rest.
+11. aiokafka's compiled ``LegacyRecord`` reports timestamp ``None`` and timestamp type ``None``
+    for a v1 message whose timestamp is -1 (``NO_TIMESTAMP``), as for magic 0; its pure-Python
+    twin and kafka-python say -1 and CreateTime, as Kafka (``CreateTime: -1``) and kafkatool do.
+12. aiokafka's compiled v2 builder takes a first timestamp of -1 for "no record yet": the next
+    record's timestamp becomes the batch's base timestamp and the first record reads back with
+    it (pure-Python twin and kafka-python keep -1). Builders are fed timestamps >= 0, as
+    producers stamp them, and ``test_aiokafka_builder_first_timestamp`` pins the quirk.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import random
 import re
 import shutil
 import struct
-import sys
 from pathlib import Path
 from unittest import mock
 
 import pytest
+import snappy
 from click.testing import CliRunner
+from cramjam import DecompressionError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kafka.codec
 from aiokafka.errors import UnsupportedCodecError
-from aiokafka.record._crecords import DefaultRecordBatchBuilder as AioDefaultBuilder
-from aiokafka.record._crecords import LegacyRecordBatchBuilder as AioLegacyBuilder
-from aiokafka.record.default_records import DefaultRecordBatch as AioDefaultRecordBatch
-from aiokafka.record.legacy_records import LegacyRecordBatch as AioLegacyRecordBatch
 from aiokafka.record import memory_records as aio_memory_records
-from aiokafka.record.default_records import _DefaultRecordBatchPy
+from aiokafka.record.default_records import DefaultRecordBatch as AioDefaultRecordBatch
+from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioDefaultBuilder
+from aiokafka.record.default_records import _DefaultRecordBatchBuilderPy, _DefaultRecordBatchPy
+from aiokafka.record.legacy_records import LegacyRecordBatch as AioLegacyRecordBatch
+from aiokafka.record.legacy_records import LegacyRecordBatchBuilder as AioLegacyBuilder
 from aiokafka.record.legacy_records import _LegacyRecordBatchPy
 from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
 from aiokafka.record.memory_records import _MemoryRecordsPy as AioMemoryRecordsPy
@@ -89,13 +98,16 @@ from kafkatool.record.records import decode_batch_records
 from kafkatool.record.v2 import RecordSpec, encode_batch
 from kafkatool.segment.walk import SegmentWalker, WalkStop
 
+T0 = 1700000000000  # make_fixtures.T0, spec §16
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "logdir"
 MAKE_FIXTURES = REPO / "fixtures" / "make_fixtures.py"
 
 #: Every file of batches in the sample log directory (segments and KRaft snapshots).
 RECORD_FILES = sorted(
-    str(p.relative_to(FIXTURES)) for p in FIXTURES.rglob("*") if p.suffix in (".log", ".checkpoint") and p.is_file()
+    str(p.relative_to(FIXTURES))
+    for p in FIXTURES.rglob("*")
+    if p.suffix in (".log", ".checkpoint") and p.is_file()
 )
 #: index.interval.bytes make_fixtures.py uses per partition (its INDEX_INTERVAL elsewhere).
 INDEX_INTERVALS = {"golden-0": 128, "txn-0": 256}
@@ -114,14 +126,18 @@ BATCH_FIELDS = frozenset({
     "max_timestamp", "count", "partition_leader_epoch",
 })
 RECORD_FIELDS = frozenset({"offset", "timestamp", "timestamp_type", "key", "value", "headers", "crc", "crc_valid"})
-_LEGACY_NO_PRODUCER = {"producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch", "count"}
+# legacy entries have none of these (difference 2), nor a timestamp range of their own
+_LEGACY_ONLY_CONSTANTS = {
+    "producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch", "count",
+    "base_timestamp", "max_timestamp",
+}
 BATCH_GAPS = {
     ("kafka-python", "v2"): set(),
-    ("kafka-python", "legacy"): _LEGACY_NO_PRODUCER | {"is_transactional", "is_control", "crc", "base_timestamp", "max_timestamp"},
+    ("kafka-python", "legacy"): _LEGACY_ONLY_CONSTANTS | {"is_transactional", "is_control", "crc"},
     ("aiokafka", "v2"): {"count", "partition_leader_epoch"},
-    ("aiokafka", "legacy"): _LEGACY_NO_PRODUCER | {"magic", "codec", "timestamp_type", "crc", "base_timestamp", "max_timestamp"},
+    ("aiokafka", "legacy"): _LEGACY_ONLY_CONSTANTS | {"magic", "codec", "timestamp_type", "crc"},
     ("aiokafka-py", "v2"): {"count", "partition_leader_epoch"},
-    ("aiokafka-py", "legacy"): _LEGACY_NO_PRODUCER | {"base_timestamp", "max_timestamp"},
+    ("aiokafka-py", "legacy"): _LEGACY_ONLY_CONSTANTS,
 }
 RECORD_GAPS = {
     ("kafka-python", "v2"): {"crc_valid"},
@@ -271,16 +287,21 @@ def _aio_decode(records, *, pure_python: bool) -> list[tuple[dict, list[dict] | 
             else:
                 for name in ("magic", "compression_type", "timestamp_type", "crc", "base_offset"):
                     assert not hasattr(b, name), name
-                magic = None  # learnt from the records below
+                magic = None  # the compiled legacy batch does not say (difference 3)
         try:
             recs = []
             for r in b:
-                m = magic if magic is not None else (0 if r.timestamp_type is None else 1)
                 rec = {
-                    "offset": r.offset, "timestamp": _no_ts(r.timestamp, m),
-                    "timestamp_type": _no_ts(r.timestamp_type, m), "key": r.key, "value": r.value,
+                    "offset": r.offset, "key": r.key, "value": r.value,
                     "headers": _lib_headers(r.headers), "crc": r.checksum,
                 }
+                if magic is None and r.timestamp is None:
+                    # difference 11: magic 0, or a v1 timestamp of -1; the type is not expressed
+                    assert r.timestamp_type is None
+                    rec["timestamp"] = -1
+                else:
+                    rec["timestamp"] = _no_ts(r.timestamp, 1 if magic is None else magic)
+                    rec["timestamp_type"] = _no_ts(r.timestamp_type, 1 if magic is None else magic)
                 recs.append(rec)
         except UnsupportedCodecError as e:
             recs = e
@@ -334,7 +355,10 @@ def assert_agree(kt: list, lib: list, library: str, where: str) -> None:
             continue
         assert len(lrecs) == len(krecs), at
         for j, (kr, lr) in enumerate(zip(krecs, lrecs)):
-            assert RECORD_FIELDS - set(lr) == RECORD_GAPS[library, kind], f"{at} record {j}"
+            gap = RECORD_GAPS[library, kind]
+            if (library, kind) == ("aiokafka", "legacy") and kr["timestamp"] == -1:
+                gap = gap | {"timestamp_type"}  # difference 11
+            assert RECORD_FIELDS - set(lr) == gap, f"{at} record {j}"
             assert {k: kr[k] for k in lr} == lr, f"{at} record {j}"
 
 
@@ -348,11 +372,11 @@ def assert_all_agree(buf: bytes, where: str) -> list:
         for (kb, krecs), (batch, data) in zip(kt, _entries(buf)):
             if (kb["magic"], kb["codec"]) == (0, Codec.LZ4):
                 inner = kafka.codec.lz4_decode_old_kafka(_legacy_value(data))
+                kt_inner = kt_decode(inner)  # plain v0 messages, one entry each
+                assert [r for _b, rs in kt_inner for r in rs] == krecs
                 for library in ("aiokafka", "aiokafka-py"):
-                    unwrapped = lib_decode(library, inner)
-                    assert [r for _b, rs in unwrapped for r in rs] == [
-                        {k: r[k] for k in RECORD_FIELDS - {"crc_valid"}} for r in krecs
-                    ], f"{where}: {library} on the unwrapped magic-0 lz4 wrapper at {batch.position}"
+                    at = f"{where}: the unwrapped magic-0 lz4 wrapper at {batch.position}"
+                    assert_agree(kt_inner, lib_decode(library, inner), library, at)
     return kt
 
 
@@ -409,9 +433,11 @@ def test_fixture_features_seen_by_libraries():
     markers = [(b["producer_id"], rs[0]["key"]) for b, rs in txn if b["is_control"]]
     assert markers == [(5000, b"\x00\x00\x00\x01"), (6000, b"\x00\x00\x00\x00")]  # COMMIT, ABORT
     assert [b["codec"] for b, _r in txn] == [0, 3, 0, 4, 0, 2, 0, 1, 1, 1]
-    assert txn[5][0]["timestamp_type"] == 1 and {r["timestamp"] for r in txn[5][1]} == {1700000005000}
-    assert txn[6][0]["count"] == 0 and txn[6][1] == []  # emptied by compaction, delete horizon
-    assert (txn[3][0]["producer_id"], txn[3][0]["base_sequence"], txn[3][0]["is_transactional"]) == (7000, 10, False)
+    assert txn[5][0]["timestamp_type"] == 1 and {r["timestamp"] for r in txn[5][1]} == {T0 + 5000}
+    # emptied by compaction; the delete horizon is stored as the base timestamp (§4.1, bit 6)
+    assert (txn[6][0]["count"], txn[6][1], txn[6][0]["base_timestamp"]) == (0, [], T0 + 86400000)
+    idempotent = txn[3][0]
+    assert (idempotent["producer_id"], idempotent["base_sequence"], idempotent["is_transactional"]) == (7000, 10, False)
     records = [r for _b, rs in txn for r in rs]
     assert any(r["key"] is None for r in records) and any(r["value"] is None for r in records)
     assert any((b"empty", None) in r["headers"] for r in records)
@@ -487,7 +513,6 @@ def test_fixture_is_what_make_fixtures_writes(regenerated, name):
 
 # --------------------------------------------------------------------------- spec golden vectors
 
-T0 = 1700000000000
 _V2_HEADER = struct.Struct(">qiibIhiqqqhii")  # §4.1
 
 #: §16.1, the hex as printed in the spec.
@@ -531,7 +556,7 @@ def test_golden_partition_per_libraries():
         batches = lib_decode(library, buf)
         assert [(b["offset"], b["crc"], b["crc_valid"]) for b, _r in batches] == [
             (0, 1592015369, True), (2, 2408550096, True), (3, 2627399116, True)]
-        assert [(r["offset"], r["timestamp"], r["key"], r["value"], r["headers"]) for _b, rs in batches for r in rs] == [
+        assert _records(batches) == [
             (0, T0, b"k1", b"v1", ()), (1, T0 + 5, None, b"v2", ((b"h1", b"x"),)), (2, T0 + 10, None, b"tx", ()),
             (3, T0 + 20, b"\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05", ())]
 
@@ -557,6 +582,7 @@ def test_dump_prints_every_record(name):
 # --------------------------------------------------------------------------- write direction
 
 _header_keys = st.text(st.characters(exclude_categories=("Cs",)), max_size=8)
+_headers = st.lists(st.tuples(_header_keys, st.none() | st.binary(max_size=16)), max_size=3)
 _blobs = st.one_of(
     st.none(),
     st.binary(max_size=200),
@@ -566,10 +592,11 @@ _blobs = st.one_of(
 
 
 @st.composite
-def record_specs(draw, magic: int, codec: int) -> list[RecordSpec]:
+def record_specs(draw, magic: int, codec: int, *, no_timestamp: bool = True) -> list[RecordSpec]:
     """Offsets with compaction gaps, timestamps far apart (multi-byte varlong deltas).
 
     Zero records only in an uncompressed v2 batch, the one Kafka writes (difference 10).
+    ``no_timestamp`` lets a timestamp be -1, Kafka's NO_TIMESTAMP (difference 11, 12).
     """
     n = draw(st.integers(0 if (magic, codec) == (2, 0) else 1, 12))
     offset = draw(st.integers(0, 2**40))
@@ -577,8 +604,8 @@ def record_specs(draw, magic: int, codec: int) -> list[RecordSpec]:
     for i in range(n):
         if i:
             offset += 1 + draw(st.integers(0, 3))
-        ts = draw(st.integers(0, 2**43))
-        headers = draw(st.lists(st.tuples(_header_keys, st.none() | st.binary(max_size=16)), max_size=3)) if magic == 2 else []
+        ts = draw((st.just(-1) if no_timestamp else st.nothing()) | st.integers(0, 2**43))
+        headers = draw(_headers) if magic == 2 else []
         out.append(RecordSpec(offset, ts, draw(_blobs), draw(_blobs), headers))
     return out
 
@@ -624,19 +651,40 @@ def test_kafkatool_encoders_read_by_libraries(magic, codec, data):
     if magic == 2:
         (b, _r), = kt
         assert b["partition_leader_epoch"] == ple
-        assert (b["producer_id"], b["is_transactional"]) == (producer.get("producer_id", -1), producer.get("is_transactional", False))
+        assert (b["producer_id"], b["producer_epoch"], b["base_sequence"], b["is_transactional"]) == (
+            producer.get("producer_id", -1), producer.get("producer_epoch", -1),
+            producer.get("base_sequence", -1), producer.get("is_transactional", False))
         assert b["timestamp_type"] == (0 if lat is None else 1)
+
+
+@pytest.mark.parametrize(("magic", "codec"), MAGIC_CODECS, ids=lambda v: str(v))
+def test_large_records_read_by_libraries(magic, codec):
+    """Payloads past one snappy chunk (32 KiB of input) and one lz4 block (64 KiB), §7.3-7.4."""
+    rng = random.Random(magic * 10 + codec)
+    specs = [
+        RecordSpec(1000 + i, T0 + i, f"big-{i}".encode(),
+                   rng.randbytes(20000) + b"kafka" * (10000 * (i + 1)))
+        for i in range(3)
+    ]
+    if magic == 2:
+        buf = encode_batch(specs, codec=codec)
+    else:
+        buf = encode_legacy(specs, magic=magic, codec=codec)
+    kt = assert_all_agree(buf, f"large v{magic} {CODEC_NAMES[codec]}")
+    assert _records(kt) == _expected(specs, magic, None)
 
 
 @pytest.mark.parametrize(("magic", "codec"), MAGIC_CODECS, ids=lambda v: str(v))
 @_BOUNDED
 @given(data=st.data())
 def test_library_builders_read_by_kafkatool(magic, codec, data):
-    specs = [r._replace(offset=i) for i, r in enumerate(data.draw(record_specs(magic, codec).filter(bool)))]
+    specs = [r._replace(offset=i) for i, r in enumerate(data.draw(record_specs(magic, codec, no_timestamp=False).filter(bool)))]
     producer = {}
     if magic == 2 and data.draw(st.booleans()):
-        producer = {"producer_id": data.draw(st.integers(0, 2**62)), "producer_epoch": data.draw(st.integers(0, 32767)),
-                    "base_sequence": data.draw(st.integers(0, 2**31 - 1)), "transactional": data.draw(st.booleans())}
+        producer = {
+            "producer_id": data.draw(st.integers(0, 2**62)), "producer_epoch": data.draw(st.integers(0, 32767)),
+            "base_sequence": data.draw(st.integers(0, 2**31 - 1)), "transactional": data.draw(st.booleans()),
+        }
     expected = _expected(specs, magic, None)
 
     # kafka-python: MemoryRecordsBuilder (magic-0 lz4 through difference 1's stand-in)
@@ -648,11 +696,13 @@ def test_library_builders_read_by_kafkatool(magic, codec, data):
         kp_buf = bytes(builder.buffer())
     _check_built(kp_buf, "kafka-python", magic, codec, expected, producer)
 
-    # aiokafka: the compiled builders (magic-0 lz4 refused, difference 1)
+    # aiokafka: the compiled builders (magic-0 lz4 refused, difference 1; timestamps >= 0, 12)
     if magic == 2:
-        aio = AioDefaultBuilder(magic=2, compression_type=codec, is_transactional=producer.get("transactional", False),
-                                producer_id=producer.get("producer_id", -1), producer_epoch=producer.get("producer_epoch", -1),
-                                base_sequence=producer.get("base_sequence", -1), batch_size=1 << 22)
+        aio = AioDefaultBuilder(
+            magic=2, compression_type=codec, is_transactional=producer.get("transactional", False),
+            producer_id=producer.get("producer_id", -1), producer_epoch=producer.get("producer_epoch", -1),
+            base_sequence=producer.get("base_sequence", -1), batch_size=1 << 22,
+        )
     else:
         aio = AioLegacyBuilder(magic=magic, compression_type=codec, batch_size=1 << 22)
     for i, r in enumerate(specs):
@@ -717,9 +767,6 @@ def test_zero_record_batches(codec):
         assert_all_agree(buf, f"count-0 {CODEC_NAMES[codec]}")
         return
     assert buf[61:] == bytes.fromhex("82534e41505059000000000100000001")  # §7.3 header, no chunk
-    import snappy
-    from cramjam import DecompressionError
-
     with pytest.raises(snappy.UncompressError):
         kp_decode(buf)
     for library in ("aiokafka", "aiokafka-py"):
@@ -727,8 +774,19 @@ def test_zero_record_batches(codec):
             lib_decode(library, buf)
 
 
-def test_module_imports_are_the_compiled_aiokafka():
-    """The 'aiokafka' reader above is the C extension (the pure-Python twin is 'aiokafka-py')."""
-    assert AioMemoryRecords.__module__.startswith("aiokafka.record._crecords")
-    assert AioDefaultRecordBatch.__module__.startswith("aiokafka.record._crecords")
-    assert AioLegacyRecordBatch.__module__.startswith("aiokafka.record._crecords")
+def test_aiokafka_builder_first_timestamp():
+    """Difference 12, pinned: what aiokafka's builders make of a first timestamp of -1."""
+    for builder_cls, expected in ((AioDefaultBuilder, [(0, 0), (1, 0)]), (_DefaultRecordBatchBuilderPy, [(0, -1), (1, 0)])):
+        builder = builder_cls(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                              producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+        builder.append(0, -1, None, b"a", [])
+        builder.append(1, 0, None, b"b", [])
+        ((b, recs),) = kt_decode(bytes(builder.build()))
+        assert [(r["offset"], r["timestamp"]) for r in recs] == expected, builder_cls
+        assert b["crc_valid"]
+
+
+def test_aiokafka_reader_is_the_compiled_one():
+    """The 'aiokafka' reader and builders above are the C extension ('aiokafka-py' is the twin)."""
+    for cls in (AioMemoryRecords, AioDefaultRecordBatch, AioLegacyRecordBatch, AioDefaultBuilder, AioLegacyBuilder):
+        assert cls.__module__.startswith("aiokafka.record._crecords"), cls

@@ -460,11 +460,14 @@ as_index(PyObject *obj, Py_ssize_t *out)
 {
     Py_ssize_t v;
     if (PyLong_CheckExact(obj)) {
-        v = PyLong_AsSsize_t(obj);
-        if (v == -1 && PyErr_Occurred()) {
-            PyErr_Clear(); /* overflow: saturate by sign */
-            v = _PyLong_Sign(obj) < 0 ? PY_SSIZE_T_MIN : PY_SSIZE_T_MAX;
-        }
+        int overflow;
+        long long ll = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (ll == -1 && PyErr_Occurred())
+            return -1;
+        if (overflow != 0 || ll > PY_SSIZE_T_MAX || ll < PY_SSIZE_T_MIN) /* saturate */
+            v = (overflow < 0 || ll < 0) ? PY_SSIZE_T_MIN : PY_SSIZE_T_MAX;
+        else
+            v = (Py_ssize_t)ll;
     }
     else {
         PyObject *idx = PyNumber_Index(obj);
@@ -502,8 +505,13 @@ decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObje
      * formats it with f"{count}"; the position is pos exactly as given. */
     {
         int negative;
-        if (PyLong_CheckExact(slots[3]))
-            negative = _PyLong_Sign(slots[3]) < 0;
+        if (PyLong_CheckExact(slots[3])) {
+            int overflow;
+            long long v = PyLong_AsLongLongAndOverflow(slots[3], &overflow);
+            if (v == -1 && PyErr_Occurred())
+                return NULL;
+            negative = v < 0 || overflow < 0;
+        }
         else if ((negative = PyObject_RichCompareBool(slots[3], zero, Py_LT)) < 0)
             return NULL;
         if (negative) {

@@ -270,6 +270,18 @@ def _lz4_decompress(data: bytes | memoryview, max_output: int, magic: int) -> by
     if magic != 0 and data[pos] != lz4_header_checksum(bytes(data[4:pos])):
         raise CompressionError("Failed to decompress record stream (Stream frame descriptor corrupted)")
     pos += 1  # magic 0: the HC byte is skipped entirely (KIP-57)
+    if magic != 0 and not block_checksum and len(data) * 256 <= max_output:
+        # The header passed Kafka's checks and LZ4 cannot inflate more than 255x, so the
+        # whole frame fits the cap: let the C decoder do it (only the first frame, like Kafka).
+        lz4frame = _require("lz4.frame", "lz4")
+        try:
+            dctx = lz4frame.LZ4FrameDecompressor()
+            out = dctx.decompress(bytes(data))
+        except Exception as e:
+            raise CompressionError(f"Failed to decompress record stream (lz4: {e})") from None
+        if not dctx.eof:
+            raise CompressionError("Failed to decompress record stream (Stream ended prematurely)")
+        return out
     out = bytearray()
     end = len(data)
     while True:
@@ -315,33 +327,120 @@ def _zstd_compress(data: bytes, level: int | None, magic: int) -> bytes:
     return co.compress(data) + co.flush()
 
 
+_ZSTD_DCTX = None
+
+
+def _zstd_dctx():
+    # One decompression context for the process: creating one per batch costs more than
+    # decompressing a 16 KiB batch.
+    global _ZSTD_DCTX
+    if _ZSTD_DCTX is None:
+        zstandard = _require("zstandard", "zstandard")
+        _ZSTD_DCTX = zstandard.ZstdDecompressor(max_window_size=2**31)
+    return _ZSTD_DCTX
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_BLOCK_MAX = 128 * 1024
+_FCS_SIZES = (0, 2, 4, 8)
+_DICT_SIZES = (0, 1, 2, 4)
+
+
+def zstd_output_bound(data: bytes | memoryview) -> int:
+    """An upper bound on what the zstd frames in ``data`` decompress to, from their block headers.
+
+    Walks every frame and block (RFC 8878 §3.1), so a truncated or malformed stream is
+    found here, before anything is inflated; and a decompression bomb is known by its
+    size before it is decompressed. Skippable frames are passed over.
+    """
+    mv = memoryview(data)
+    n = len(mv)
+    pos = 0
+    bound = 0
+    while pos < n:
+        if n - pos < 4:
+            raise CompressionError("Failed to decompress record stream (zstd: truncated frame header)")
+        (magic,) = _U32LE.unpack_from(mv, pos)
+        if 0x184D2A50 <= magic <= 0x184D2A5F:  # skippable frame
+            if n - pos < 8:
+                raise CompressionError("Failed to decompress record stream (zstd: truncated skippable frame)")
+            pos += 8 + _U32LE.unpack_from(mv, pos + 4)[0]
+            if pos > n:
+                raise CompressionError("Failed to decompress record stream (zstd: truncated skippable frame)")
+            continue
+        if magic != _ZSTD_MAGIC:
+            raise CompressionError(f"Failed to decompress record stream (zstd: unknown frame magic 0x{magic:08x})")
+        if n - pos < 5:
+            raise CompressionError("Failed to decompress record stream (zstd: truncated frame header)")
+        fhd = mv[pos + 4]
+        single_segment = (fhd >> 5) & 1
+        fcs_size = _FCS_SIZES[fhd >> 6] or (1 if single_segment else 0)
+        header = 5 + (0 if single_segment else 1) + _DICT_SIZES[fhd & 3] + fcs_size
+        checksum = 4 if fhd & 0x04 else 0
+        pos += header
+        while True:
+            if n - pos < 3:
+                raise CompressionError("Failed to decompress record stream (zstd: truncated block header)")
+            bh = mv[pos] | (mv[pos + 1] << 8) | (mv[pos + 2] << 16)
+            pos += 3
+            last = bh & 1
+            btype = (bh >> 1) & 3
+            bsize = bh >> 3
+            if btype == 0:  # raw
+                bound += bsize
+                pos += bsize
+            elif btype == 1:  # RLE: one byte, repeated bsize times
+                bound += bsize
+                pos += 1
+            elif btype == 2:  # compressed
+                bound += _ZSTD_BLOCK_MAX
+                pos += bsize
+            else:
+                raise CompressionError("Failed to decompress record stream (zstd: reserved block type)")
+            if pos > n:
+                raise CompressionError("Failed to decompress record stream (zstd: truncated block)")
+            if last:
+                break
+        pos += checksum
+        if pos > n:
+            raise CompressionError("Failed to decompress record stream (zstd: truncated checksum)")
+    return bound
+
+
 def _zstd_decompress(data: bytes | memoryview, max_output: int) -> bytes:
     zstandard = _require("zstandard", "zstandard")
-    out = bytearray()
-    rest = bytes(data)
-    if not rest:
+    if not len(data):
         raise CompressionError("Failed to decompress record stream (zstd: empty stream)")
-    dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
-    while rest:
-        reader = dctx.stream_reader(rest, read_across_frames=True, read_size=1 << 17)
-        try:
-            while True:
-                chunk = reader.read(1 << 20)
-                if not chunk:
-                    break
-                out += chunk
-                if len(out) > max_output:
-                    raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (zstd)")
-        except zstandard.ZstdError as e:
-            raise CompressionError(f"Failed to decompress record stream (zstd: {e})") from None
-        break
-    if not out and rest:
-        # An empty frame is legal; a truncated one yields nothing: tell them apart.
-        try:
-            zstandard.ZstdDecompressor().decompressobj().decompress(rest)
-        except zstandard.ZstdError as e:
-            raise CompressionError(f"Failed to decompress record stream (zstd: {e})") from None
-    return bytes(out)
+    bound = zstd_output_bound(data)
+    # Kafka's frames carry no content size; the block walk above bounds the output, and
+    # only a stream that could exceed the cap is read in bounded steps.
+    dctx = _zstd_dctx()
+    try:
+        if bound <= max_output:
+            out = bytearray()
+            rest = bytes(data)
+            while rest:
+                if 0x184D2A50 <= _U32LE.unpack_from(rest, 0)[0] <= 0x184D2A5F:
+                    rest = rest[8 + _U32LE.unpack_from(rest, 4)[0] :]
+                    continue
+                dobj = dctx.decompressobj()
+                out += dobj.decompress(rest)
+                if not dobj.eof:
+                    raise CompressionError("Failed to decompress record stream (zstd: truncated frame)")
+                rest = dobj.unused_data
+            return bytes(out)
+        reader = dctx.stream_reader(bytes(data), read_across_frames=True, read_size=1 << 17)
+        out = bytearray()
+        while True:
+            more = reader.read(max_output + 1 - len(out))
+            if not more:
+                break
+            out += more
+            if len(out) > max_output:
+                raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (zstd)")
+        return bytes(out)
+    except zstandard.ZstdError as e:
+        raise CompressionError(f"Failed to decompress record stream (zstd: {e})") from None
 
 
 _COMPRESSORS: dict[int, Callable[[bytes, int | None, int], bytes]] = {
