@@ -29,7 +29,7 @@ pytestmark = pytest.mark.skipif(_speedups is None, reason="C extension kafkatool
 py_decode = v2.decode_records
 c_decode = _speedups.decode_records if _speedups is not None else None
 
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def outcome(fn, buf, pos, end, count):

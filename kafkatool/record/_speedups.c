@@ -464,8 +464,12 @@ as_index(PyObject *obj, Py_ssize_t *out)
         long long ll = PyLong_AsLongLongAndOverflow(obj, &overflow);
         if (ll == -1 && PyErr_Occurred())
             return -1;
-        if (overflow != 0 || ll > PY_SSIZE_T_MAX || ll < PY_SSIZE_T_MIN) /* saturate */
-            v = (overflow < 0 || ll < 0) ? PY_SSIZE_T_MIN : PY_SSIZE_T_MAX;
+        if (overflow != 0) /* saturate */
+            v = overflow < 0 ? PY_SSIZE_T_MIN : PY_SSIZE_T_MAX;
+        else if (ll > PY_SSIZE_T_MAX)
+            v = PY_SSIZE_T_MAX;
+        else if (ll < PY_SSIZE_T_MIN)
+            v = PY_SSIZE_T_MIN;
         else
             v = (Py_ssize_t)ll;
     }
@@ -510,7 +514,7 @@ decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObje
             long long v = PyLong_AsLongLongAndOverflow(slots[3], &overflow);
             if (v == -1 && PyErr_Occurred())
                 return NULL;
-            negative = v < 0 || overflow < 0;
+            negative = overflow ? overflow < 0 : v < 0;
         }
         else if ((negative = PyObject_RichCompareBool(slots[3], zero, Py_LT)) < 0)
             return NULL;

@@ -270,18 +270,32 @@ def iter_batch_records(
                 f"{e.message} (at byte {e.position} of the decompressed records)", position=V2_HEADER_SIZE
             ) from None
         raise
+    return _records(batch, raw)
+
+
+def _records(batch: Batch, raw: list) -> list[Record]:
+    """Build Record tuples from the decoder's raw tuples; one flat comprehension per case
+    (this runs once per record of a deep dump)."""
     base = batch.offset
     bseq = batch.base_sequence
+    magic = batch.magic
+    new = tuple.__new__
+    R = Record
     if batch.attributes & 0x08:  # LogAppendTime: every record shows the batch maxTimestamp
         mts = batch.max_timestamp
-        ts_of = lambda d: mts  # noqa: E731
-    else:
-        bts = batch.base_timestamp
-        ts_of = lambda d: bts + d  # noqa: E731
+        if bseq == -1:
+            return [new(R, (base + od, mts, k, v, h, -1, a, None, None, magic)) for (a, _t, od, k, v, h) in raw]
+        return [
+            new(R, (base + od, mts, k, v, h, increment_sequence(bseq, od), a, None, None, magic))
+            for (a, _t, od, k, v, h) in raw
+        ]
+    bts = batch.base_timestamp
     if bseq == -1:
-        return [Record(base + od, ts_of(tsd), k, v, h, -1, a) for (a, tsd, od, k, v, h) in raw]
+        return [new(R, (base + od, bts + t, k, v, h, -1, a, None, None, magic)) for (a, t, od, k, v, h) in raw]
+    wrap = 2147483647 - bseq  # record sequence = baseSequence + offsetDelta, wrapping past Int.MAX (§4.1)
     return [
-        Record(base + od, ts_of(tsd), k, v, h, increment_sequence(bseq, od), a) for (a, tsd, od, k, v, h) in raw
+        new(R, (base + od, bts + t, k, v, h, bseq + od if od <= wrap else od - wrap - 1, a, None, None, magic))
+        for (a, t, od, k, v, h) in raw
     ]
 
 

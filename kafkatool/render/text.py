@@ -14,7 +14,7 @@ from kafkatool import dump as d
 from kafkatool.record.batch import Batch, Record, increment_sequence
 from kafkatool.record.compression import codec_name
 from kafkatool.record.control import control_type_name, kafka_json
-from kafkatool.render.decoders import get_decoder
+from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import (
     offset_index_line,
     snapshot_entry_line,
@@ -27,6 +27,8 @@ __all__ = ["TextRenderer", "batch_line", "record_line"]
 _BOOL = {True: "true", False: "false"}
 _TS = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
 
+
+_string_decoder = DECODERS["string"]
 
 _V2_LINE = (
     "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d"
@@ -157,22 +159,26 @@ def _fast_v2_lines(b: Batch, records: list[Record], print_data: bool, kd, vd) ->
     tst = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
     out = []
     append = out.append
-    for r in records:
-        key = r.key
-        value = r.value
-        if r.headers:
-            hk = ",".join(k.decode("utf-8", "replace") for k, _v in r.headers)
+    string_keys = kd is _string_decoder
+    string_values = vd is _string_decoder
+    for offset, ts, key, value, headers, seq, _a, _c, _v, _m in records:
+        if headers:
+            hk = ",".join([k.decode("utf-8", "replace") for k, _hv in headers])
         else:
             hk = ""
-        line = (
-            f"| offset: {r.offset} {tst}: {r.timestamp} keySize: {-1 if key is None else len(key)}"
-            f" valueSize: {-1 if value is None else len(value)} sequence: {r.sequence} headerKeys: [{hk}]"
-        )
+        if key is None:
+            line = f"| offset: {offset} {tst}: {ts} keySize: -1"
+        else:
+            line = f"| offset: {offset} {tst}: {ts} keySize: {len(key)}"
+        if value is None:
+            line = f"{line} valueSize: -1 sequence: {seq} headerKeys: [{hk}]"
+        else:
+            line = f"{line} valueSize: {len(value)} sequence: {seq} headerKeys: [{hk}]"
         if print_data:
             if key is not None:
-                line += f" key: {kd(key)}"
+                line = f"{line} key: {key.decode('utf-8', 'replace') if string_keys else kd(key)}"
             if value is not None:
-                line += f" payload: {vd(value)}"
+                line = f"{line} payload: {value.decode('utf-8', 'replace') if string_values else vd(value)}"
         append(line)
     return out
 
