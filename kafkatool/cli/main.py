@@ -31,8 +31,10 @@ def cli() -> None:
 
 def _register() -> None:
     from kafkatool.cli.dump import dump
+    from kafkatool.cli.verify import verify
 
     cli.add_command(dump)
+    cli.add_command(verify)
 
 
 _register()

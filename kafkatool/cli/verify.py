@@ -1,0 +1,159 @@
+"""``kafkatool verify``: every corruption in segments, partitions and log dirs."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+
+import click
+
+from kafkatool.cli.main import ExitCode
+
+_RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)(?:i?[bB](?:/s)?)?\s*$")
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def _parse_rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
+    if value is None:
+        return None
+    m = _RATE.match(value)
+    if not m:
+        raise click.BadParameter("expected bytes per second, e.g. 50M, 200k or 1G")
+    rate = float(m.group(1)) * _UNITS[m.group(2).lower()]
+    if rate <= 0:
+        raise click.BadParameter("must be positive")
+    return rate
+
+
+def _parse_kinds(ctx: click.Context, param: click.Parameter, value: str | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    from kafkatool.verify import KINDS
+
+    kinds = frozenset(k.strip() for k in value.split(",") if k.strip())
+    unknown = sorted(kinds - KINDS.keys())
+    if unknown:
+        raise click.BadParameter(f"unknown finding kind(s): {', '.join(unknown)} (see `man kafkatool-verify`)")
+    return kinds
+
+
+@click.command(context_settings={"max_content_width": 100})
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=str))
+@click.option("--deep", is_flag=True, help="Decompress and decode every record (counts, varints, offsets, timestamps, headers, inner CRCs, control records).")
+@click.option("--format", "fmt", type=click.Choice(["text", "lines", "jsonl"]), default="text", show_default=True, help="text: a findings table; lines: one 'path:position: kind: message' line per finding; jsonl: one JSON object per finding and a final summary.")
+@click.option("--fail-on", callback=_parse_kinds, metavar="KIND,...", help="Only these finding kinds make the exit status 1 (default: every kind but index_missing and preallocated_index_tail).")
+@click.option("--ignore", callback=_parse_kinds, metavar="KIND,...", help="Finding kinds to leave out of the report and the exit status (e.g. trailing_zeros).")
+@click.option("--max-rate", callback=_parse_rate, metavar="RATE", help="Limit read bandwidth, in bytes per second (50M, 1G ...), so a check on a live broker does not hurt it.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Check partitions in this many processes.")
+@click.option("--max-decompressed-bytes", type=click.IntRange(1024), default=512 << 20, show_default=True, help="With --deep, a batch that decompresses past this is reported as decompressed_too_large.")
+@click.option("--quiet", "-q", is_flag=True, help="No summary and no progress bar on stderr.")
+def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_bytes, quiet) -> None:
+    """Find every damaged region in segment files, side files, partition directories or whole
+    log dirs: framing, CRCs, offsets, timestamps, producer fields, indexes, transaction
+    indexes, producer snapshots and checkpoints. After a bad region the check resynchronises
+    on the next valid batch, so one run lists every bad region and the good batches beyond it.
+
+    Read-only: nothing is written or created, and a log dir a live broker holds can be
+    checked. Exit status: 0 no failing findings, 1 findings, 2 bad usage or an I/O error.
+    """
+    from rich.console import Console
+
+    from kafkatool.render import findings as fr
+    from kafkatool.verify import INFO_KINDS, KINDS, FileSummary, Finding, VerifyOptions, expand_targets, verify_group
+
+    fail_kinds = fail_on if fail_on is not None else frozenset(KINDS) - INFO_KINDS
+    ignored = ignore or frozenset()
+    opts = VerifyOptions(
+        deep=deep,
+        max_decompressed=max_decompressed_bytes,
+        max_rate=(max_rate / jobs) if max_rate else None,
+    )
+    err_console = Console(stderr=True, highlight=False, markup=False)
+    out_console = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 200)
+    groups = expand_targets(paths)
+    total = sum(
+        os.path.getsize(t.path)
+        for g in groups
+        for t in g
+        if os.path.basename(t.path).endswith((".log", ".checkpoint")) and os.path.isfile(t.path)
+    )
+    started = time.monotonic()
+    findings: list[Finding] = []
+    summaries: list[FileSummary] = []
+    counts: dict[str, int] = {}
+    failing = 0
+    out = sys.stdout
+
+    progress = None
+    task = None
+    if not quiet and sys.stderr.isatty():
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+
+        progress = Progress(
+            TextColumn("verify"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
+            TextColumn("{task.fields[files]} files"), console=err_console, transient=True,
+        )
+        task = progress.add_task("verify", total=total, files=0)
+        progress.start()
+
+    def on_bytes(n: int) -> None:
+        if progress is not None:
+            progress.update(task, advance=n)
+
+    def take(item) -> None:
+        nonlocal failing
+        if isinstance(item, FileSummary):
+            summaries.append(item)
+            if progress is not None:
+                progress.update(task, files=len(summaries))
+            return
+        if item.kind in ignored:
+            return
+        counts[item.kind] = counts.get(item.kind, 0) + 1
+        if item.kind in fail_kinds:
+            failing += 1
+        if fmt == "jsonl":
+            out.write(fr.finding_line(item) + "\n")
+        elif fmt == "lines":
+            out.write(fr.finding_text(item) + "\n")
+        else:
+            findings.append(item)
+
+    try:
+        if jobs > 1 and len(groups) > 1:
+            from concurrent.futures import ProcessPoolExecutor
+
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                for group, items in zip(groups, pool.map(_run_group, groups, [opts] * len(groups))):
+                    for item in items:
+                        take(item)
+                    on_bytes(sum(s.bytes for s in items if isinstance(s, FileSummary) and s.kind == "log"))
+        else:
+            for group in groups:
+                for item in verify_group(group, opts, on_bytes):
+                    take(item)
+    finally:
+        if progress is not None:
+            progress.stop()
+    seconds = time.monotonic() - started
+    if fmt == "jsonl":
+        states: dict[str, int] = {}
+        for s in summaries:
+            if s.state:
+                states[s.state] = states.get(s.state, 0) + 1
+        out.write(fr._dumps(fr.summary_object(len(summaries), sum(s.bytes for s in summaries),
+                                              sum(s.batches for s in summaries), counts, failing, seconds, states)) + "\n")
+    elif fmt == "text" and findings:
+        fr.render_table(out_console, findings, fail_kinds)
+    out.flush()
+    if not quiet:
+        fr.render_summary(err_console, summaries, counts, failing, seconds)
+    sys.exit(ExitCode.FINDINGS if failing else ExitCode.OK)
+
+
+def _run_group(group, opts):
+    from kafkatool.verify import verify_group
+
+    return list(verify_group(group, opts))

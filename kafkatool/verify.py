@@ -1,0 +1,818 @@
+"""The verify operation: every damaged region of segments, partitions and log dirs.
+
+:func:`verify_paths` yields :class:`Finding` items (and one :class:`FileSummary` per file)
+for segment files, side files, partition directories and whole log dirs. It is
+read-only: nothing is written or created, and a directory a live broker holds can be
+checked.
+
+Checks (stable kind names in :data:`KINDS`):
+
+* per batch, shallow: the §3 framing, size bounds, magic, codec id, CRC-32C / CRC-32,
+  offsets (lastOffsetDelta vs count, monotonic within and across segments, inside the
+  segment's base offset and the int32 relative range), timestamps, producer fields;
+* ``deep``: every record decoded (count, varints, lengths, offset and timestamp deltas,
+  headers, legacy inner CRCs, control records), with a cap on decompressed size;
+* after a bad region the walk *resynchronises*: it searches forward for the next position
+  where a batch with a valid CRC begins, reports the bad region's start and length, and
+  goes on, counting the good batches Kafka's recovery would throw away;
+* side files: ``.index``/``.timeindex`` (Kafka's sanity check and a full check against the
+  log), ``.txnindex`` against the ABORT markers, producer ``.snapshot`` files,
+  ``leader-epoch-checkpoint`` against the batches' leader epochs, text checkpoints.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, NamedTuple
+
+from kafkatool.errors import CompressionError, CorruptRecordError, InvalidRecordError, KafkaToolError
+from kafkatool.record.batch import LOG_OVERHEAD, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, V2_HEADER_SIZE, Batch
+from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
+from kafkatool.record.control import ControlType, decode_control_key, decode_end_txn_marker, decode_kraft_control
+from kafkatool.record.crc import crc32, crc32c
+from kafkatool.record.records import decode_batch_records
+from kafkatool.record.v2 import HEADER as V2_HEADER
+from kafkatool.segment import checkpoint as ckpt
+from kafkatool.segment import files as names
+from kafkatool.segment import index as idx
+from kafkatool.segment import snapshot as snap
+from kafkatool.segment import txnindex as txn
+from kafkatool.segment.walk import SegmentWalker, WalkStop
+
+__all__ = ["KINDS", "INFO_KINDS", "Finding", "FileSummary", "VerifyOptions", "verify_paths", "expand_targets"]
+
+INT32_MAX = 2147483647
+
+#: Every finding kind, with what it means. The names are stable: scripts match on them.
+KINDS: dict[str, str] = {
+    # framing (§3)
+    "invalid_size": "a batch size field below the minimum for its format (Kafka's walk throws), or pointing past the end of the file while valid batches follow",
+    "partial_batch": "the last batch runs past the end of the file (an interrupted write); Kafka's recovery truncates it",
+    "trailing_bytes": "a tail too short to hold a batch header (at most 17 bytes) that is not all zeros",
+    "trailing_zeros": "a zero-filled tail: preallocated or never written space after the last batch",
+    "unknown_magic": "a magic byte other than 0, 1 or 2 (a v2 CRC does not cover it)",
+    "unknown_codec": "compression codec id 5-7, or zstd in a v0/v1 message",
+    "crc_mismatch": "the stored CRC does not match the bytes (CRC-32C for v2, CRC-32 for v0/v1)",
+    # offsets, timestamps, producer fields
+    "offset_delta_mismatch": "a v2 header's record count exceeds lastOffsetDelta + 1, or is negative",
+    "offset_not_monotonic": "a batch's first offset is not above the previous batch's last offset (within or across segments)",
+    "offset_below_base": "a batch offset below the segment's base offset (the file name)",
+    "offset_overflow": "an offset more than 2^31-1 above the segment's base offset",
+    "timestamp_invalid": "a timestamp below -1, or a CreateTime maxTimestamp below the base timestamp",
+    "producer_fields_invalid": "producer id, epoch and sequence that cannot go together",
+    "control_not_transactional": "a control batch without the transactional flag",
+    # deep (records)
+    "decompression_failed": "the compressed records cannot be decompressed",
+    "decompressed_too_large": "the records decompress past the configured cap (a decompression bomb)",
+    "record_count_mismatch": "the records do not fill the batch exactly as its header count says",
+    "invalid_record": "a record's varints, lengths or headers are malformed",
+    "record_offset_invalid": "record offset deltas outside 0..lastOffsetDelta or not increasing",
+    "record_timestamp_invalid": "a CreateTime record timestamp above the batch maxTimestamp",
+    "inner_crc_mismatch": "a message inside a compressed v0/v1 wrapper fails its own CRC",
+    "invalid_wrapper": "a compressed v0/v1 wrapper that cannot be iterated (null value, no inner messages, nested compression, bad offsets)",
+    "invalid_control_record": "a control record whose key or marker value is malformed",
+    # offset and time index (§8)
+    "index_sanity_failed": "the .index fails Kafka's sanity check",
+    "index_entry_past_end": "an index entry points at or past the end of the log",
+    "index_entry_not_batch_start": "an index entry's position is not the start of a batch",
+    "index_offset_mismatch": "an index entry's offset is not the last offset of a batch at or after its position",
+    "index_not_monotonic": "index entries do not strictly increase",
+    "preallocated_index_tail": "an index file with zero-filled preallocated slots (an unclean shutdown, or a live active segment)",
+    "timeindex_sanity_failed": "the .timeindex fails Kafka's sanity check",
+    "timeindex_not_monotonic": "time index timestamps or offsets do not strictly increase",
+    "timeindex_entry_not_found": "a time index offset is not the last offset of any batch",
+    "timeindex_timestamp_mismatch": "a time index timestamp differs from the largest timestamp up to its batch",
+    "timeindex_entry_past_end": "a time index offset is beyond the log's last offset",
+    "index_missing": "a segment without its .index (the broker rebuilds it on start)",
+    "orphan_index": "an index, time index or txn index file without its .log (the broker deletes it)",
+    # transaction index, snapshots, checkpoints (§9-11)
+    "txnindex_invalid": "a .txnindex with an unknown version or a partial entry",
+    "txnindex_below_base": "a .txnindex entry whose lastOffset is below the segment base (the broker recovers the segment)",
+    "txnindex_no_abort_marker": "a .txnindex entry with no ABORT marker of its producer at its lastOffset",
+    "txnindex_missing_entry": "an ABORT marker completing a transaction whose entry is not in the .txnindex (when the segment holds the whole transaction)",
+    "snapshot_crc_mismatch": "a producer snapshot whose CRC-32C does not match",
+    "snapshot_invalid": "a producer snapshot that cannot be parsed",
+    "snapshot_beyond_log_end": "a producer snapshot above the log end offset (the broker deletes it)",
+    "checkpoint_invalid": "a text checkpoint file Kafka cannot read (the broker takes the log dir offline)",
+    "leader_epoch_mismatch": "leader-epoch-checkpoint disagrees with the batches' partition leader epochs",
+    "unreadable": "a file that cannot be read",
+}
+
+
+#: Kinds that describe a state rather than damage: reported, but they do not fail a run
+#: unless ``--fail-on`` names them.
+INFO_KINDS = frozenset({"index_missing", "preallocated_index_tail"})
+
+
+class Finding(NamedTuple):
+    """One problem found. ``position``/``length`` locate it in ``file`` (bytes)."""
+
+    file: str
+    position: int | None
+    length: int | None
+    kind: str
+    message: str
+    batch_index: int | None = None
+    first_offset: int | None = None
+    last_offset: int | None = None
+    expected: object = None
+    found: object = None
+    batches_after: int | None = None
+    """For a bad region: how many good batches follow it in the file (Kafka's recovery drops them)."""
+
+
+class FileSummary(NamedTuple):
+    """What was checked in one file."""
+
+    file: str
+    kind: str
+    bytes: int
+    batches: int
+    findings: int
+    state: str | None = None
+    """``delete``/``future``/``stray`` for a partition dir in that state."""
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyOptions:
+    deep: bool = False
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    max_rate: float | None = None
+    """Read bandwidth cap in bytes per second (None: unlimited)."""
+    index_interval_bytes: int = 4096
+
+
+# --------------------------------------------------------------------------- targets
+
+
+class _Target(NamedTuple):
+    """A file to check and the partition context it belongs to."""
+
+    path: str
+    partition: str | None
+    state: str | None
+
+
+def expand_targets(paths: Iterable[str]) -> list[list[_Target]]:
+    """Group the files to check by partition directory (cross-segment checks need order).
+
+    A path may be a file, a partition directory or a log dir (searched recursively).
+    """
+    groups: list[list[_Target]] = []
+
+    def add_partition(d: str) -> None:
+        pd = names.parse_partition_dir(os.path.basename(d.rstrip("/")))
+        state = pd.state if pd else None
+        files = sorted(
+            (os.path.join(d, n) for n in os.listdir(d) if os.path.isfile(os.path.join(d, n))),
+            key=lambda p: _order(os.path.basename(p)),
+        )
+        groups.append([_Target(p, d, state) for p in files])
+
+    def walk_dir(d: str) -> None:
+        entries = sorted(os.listdir(d))
+        has_segments = any(names.file_suffix(n) in (".log", ".index", ".timeindex") for n in entries)
+        if has_segments or names.parse_partition_dir(os.path.basename(d.rstrip("/"))):
+            add_partition(d)
+            return
+        loose = [os.path.join(d, n) for n in entries if os.path.isfile(os.path.join(d, n))]
+        if loose:
+            groups.append([_Target(p, None, None) for p in loose])
+        for n in entries:
+            sub = os.path.join(d, n)
+            if os.path.isdir(sub) and not os.path.islink(sub):
+                walk_dir(sub)
+
+    for p in paths:
+        if os.path.isdir(p):
+            walk_dir(p)
+        else:
+            groups.append([_Target(p, None, None)])
+    return groups
+
+
+_RANK = {".log": 0, ".checkpoint": 0, ".index": 1, ".timeindex": 2, ".txnindex": 3, ".snapshot": 4}
+
+
+def _order(name: str) -> tuple:
+    suffix = names.file_suffix(name) or ""
+    prefix = name.split(".", 1)[0].split("-", 1)[0]
+    if suffix in _RANK and prefix.isdigit():
+        return (0, int(prefix), _RANK[suffix], name)
+    return (1, 0, 0, name)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass
+class _Partition:
+    """What later files of a partition need from earlier ones."""
+
+    last_offset: int | None = None
+    log_end: int | None = None
+    epochs: dict[int, int] = field(default_factory=dict)
+    """leader epoch -> first offset seen with it."""
+    segments: dict[int, "_SegmentFacts"] = field(default_factory=dict)
+    on_bytes: object = None
+
+
+@dataclass
+class _SegmentFacts:
+    """Per segment, what the side-file checks compare against."""
+
+    base: int
+    size: int
+    valid_end: int
+    batch_starts: "_Positions"
+    last_offsets: dict[int, int]  # position -> last offset (kept only for indexed positions)
+    abort_markers: set[tuple[int, int]]
+    """(producer id, offset) of every ABORT marker."""
+    first_offset: int | None = None
+    last_offset: int | None = None
+
+
+class _Positions:
+    """Batch start positions and, per batch, last offset and running max timestamp.
+
+    Stored in compact arrays so a segment of millions of tiny batches stays small.
+    """
+
+    def __init__(self) -> None:
+        from array import array
+
+        self.pos = array("q")
+        self.last = array("q")
+        self.maxts = array("q")
+
+    def add(self, position: int, last_offset: int, running_max_ts: int) -> None:
+        self.pos.append(position)
+        self.last.append(last_offset)
+        self.maxts.append(running_max_ts)
+
+    def find_position(self, position: int) -> int:
+        """Index of the batch starting at ``position``, or -1."""
+        from bisect import bisect_left
+
+        i = bisect_left(self.pos, position)
+        return i if i < len(self.pos) and self.pos[i] == position else -1
+
+    def first_at_or_after(self, position: int) -> int:
+        from bisect import bisect_left
+
+        return bisect_left(self.pos, position)
+
+    def find_last_offset(self, offset: int) -> int:
+        """Index of the first batch whose last offset is >= ``offset`` (last offsets increase), or len."""
+        from bisect import bisect_left
+
+        return bisect_left(self.last, offset)
+
+
+def verify_paths(paths: Iterable[str], opts: VerifyOptions, on_bytes=None) -> Iterator[Finding | FileSummary]:
+    """Check every file under ``paths``; yield findings, then a summary, per file.
+
+    ``on_bytes(n)`` (optional) is called as segment bytes are checked, for progress bars.
+    """
+    for group in expand_targets(paths):
+        yield from verify_group(group, opts, on_bytes)
+
+
+def verify_group(group: list[_Target], opts: VerifyOptions, on_bytes=None) -> Iterator[Finding | FileSummary]:
+    """Check the files of one partition directory (or loose files) in segment order."""
+    part = _Partition()
+    part.on_bytes = on_bytes
+    present = {os.path.basename(t.path) for t in group}
+    # segments first (their facts feed the side-file checks), then everything else
+    logs = [t for t in group if names.file_suffix(os.path.basename(t.path)) == ".log"]
+    others = [t for t in group if t not in logs]
+    for t in logs:
+        yield from _guard(t, lambda t=t: _verify_log(t, opts, part, present))
+    for t in others:
+        yield from _guard(t, lambda t=t: _verify_other(t, opts, part, present))
+
+
+def _guard(t: _Target, fn) -> Iterator[Finding | FileSummary]:
+    try:
+        yield from fn()
+    except OSError as e:
+        yield Finding(t.path, None, None, "unreadable", f"cannot read the file: {e.strerror or e}")
+        yield FileSummary(t.path, "unreadable", 0, 0, 1, t.state)
+
+
+# --------------------------------------------------------------------------- segments
+
+
+def _throttle(opts: VerifyOptions, started: float, done: int) -> None:
+    """Sleep so that ``done`` bytes since ``started`` stay under ``opts.max_rate`` bytes/s."""
+    if opts.max_rate:
+        ahead = done / opts.max_rate - (time.monotonic() - started)
+        if ahead > 0:
+            time.sleep(ahead)
+
+
+def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[str]) -> Iterator[Finding | FileSummary]:
+    path = t.path
+    name = os.path.basename(path)
+    size = os.path.getsize(path)
+    findings: list[Finding] = []
+    try:
+        base = names.parse_base_offset(name)
+    except KafkaToolError:
+        base = None
+    prefix = name.split(".", 1)[0]
+    if base is not None and t.partition is not None and f"{prefix}.index" not in present:
+        findings.append(Finding(path, None, None, "index_missing", f"{prefix}.index is missing: the broker will recover (rebuild and truncate) this segment at start"))
+    facts = _SegmentFacts(base or 0, size, 0, _Positions(), {}, set())
+    batches = 0
+    good = 0
+    bad_regions: list[tuple[int, int]] = []  # (finding index, good batches before it)
+    pos = 0
+    started = time.monotonic()
+    max_ts = -1
+    on_bytes = part.on_bytes
+    reported = 0
+    while True:
+        walker = SegmentWalker(path, start=pos, end=size)
+        with walker:
+            for batch, data in walker:
+                before = len(findings)
+                _check_batch(batch, data, path, batches, base, part, facts, findings, opts)
+                if batch.crc == batch.computed_crc:
+                    good += 1
+                    if batch.max_timestamp > max_ts:
+                        max_ts = batch.max_timestamp
+                elif len(findings) > before:
+                    bad_regions.append((before, good))
+                facts.batch_starts.add(batch.position, batch.last_offset, max_ts)
+                batches += 1
+                if batches & 255 == 0:
+                    if opts.max_rate:
+                        _throttle(opts, started, batch.end)
+                    if on_bytes is not None:
+                        on_bytes(batch.end - reported)
+                        reported = batch.end
+        pos = walker.position
+        if walker.stop is WalkStop.END:
+            break
+        # the walk stopped short of the end: a bad region starts at pos
+        region_kind, message = _stop_reason(walker, path, pos, size)
+        nxt = _resync(path, pos + 1, size)
+        if nxt is None:
+            tail = _read(path, pos, size - pos)
+            if not tail.strip(b"\x00"):
+                findings.append(Finding(path, pos, size - pos, "trailing_zeros", f"{size - pos} zero bytes after the last batch (preallocated or never written)"))
+            elif region_kind == "partial_batch" or size - pos <= 17:
+                kind = "trailing_bytes" if size - pos <= 17 else "partial_batch"
+                findings.append(Finding(path, pos, size - pos, kind, message))
+            else:
+                findings.append(Finding(path, pos, size - pos, region_kind, message))
+            break
+        if region_kind == "partial_batch":
+            region_kind = "invalid_size"
+            message = f"the size field at {pos} points past the end of the file, but a valid batch starts at {nxt}"
+        bad_regions.append((len(findings), good))
+        findings.append(Finding(path, pos, nxt - pos, region_kind, f"{message}; {nxt - pos} unreadable bytes before the next valid batch at {nxt}"))
+        if facts.valid_end == 0:
+            facts.valid_end = pos
+        pos = nxt
+    # how many good batches lie beyond each bad region: data Kafka's recovery would drop
+    for fi, good_before in bad_regions:
+        findings[fi] = findings[fi]._replace(batches_after=good - good_before)
+    if on_bytes is not None:
+        on_bytes(size - reported)
+    if facts.valid_end == 0:
+        facts.valid_end = pos
+    part.segments[facts.base] = facts
+    if facts.last_offset is not None:
+        part.log_end = facts.last_offset + 1
+    yield from findings
+    yield FileSummary(path, "log", size, batches, len(findings), t.state)
+
+
+def _stop_reason(walker: SegmentWalker, path: str, pos: int, size: int) -> tuple[str, str]:
+    if walker.stop is WalkStop.ERROR and walker.error is not None:
+        msg = walker.error.message
+        if "magic" in msg.lower():
+            return "unknown_magic", msg
+        return "invalid_size", msg
+    header = _read(path, pos, 12)
+    if len(header) == 12:
+        declared = int.from_bytes(header[8:12], "big", signed=True)
+        return "partial_batch", f"a batch of {declared + 12} bytes starts at {pos} but only {size - pos} bytes remain"
+    return "partial_batch", f"{size - pos} bytes at the end are too short for a batch header"
+
+
+def _read(path: str, pos: int, n: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(pos)
+        return f.read(n)
+
+
+_NONZERO = re.compile(rb"[^\x00]")
+
+
+def _resync(path: str, start: int, end: int, chunk: int = 1 << 20) -> int | None:
+    """The next position >= start where a complete entry with a valid CRC begins, or None."""
+    with open(path, "rb") as f:
+        pos = start
+        while pos < end - 17:
+            f.seek(pos)
+            buf = f.read(min(chunk + 64, end - pos))
+            n = len(buf)
+            i = 0
+            limit = n - 17
+            while i < limit:
+                magic = buf[i + 16]
+                if magic > 2:
+                    i += 1
+                    continue
+                size = int.from_bytes(buf[i + 8 : i + 12], "big", signed=True)
+                if size < RECORD_OVERHEAD_V0:
+                    if size == 0 and buf[i] == 0:
+                        m = _NONZERO.search(buf, i)  # skip zero runs quickly
+                        if m is None:
+                            i = limit
+                            break
+                        i = max(i + 1, m.start() - 16)
+                        continue
+                    i += 1
+                    continue
+                total = size + LOG_OVERHEAD
+                p = pos + i
+                if p + total > end:
+                    i += 1
+                    continue
+                if magic == 2 and total < V2_HEADER_SIZE or magic == 1 and size < RECORD_OVERHEAD_V1:
+                    i += 1
+                    continue
+                if i + total <= n:
+                    body = buf[i : i + total]
+                else:
+                    f.seek(p)
+                    body = f.read(total)
+                    f.seek(pos + n)
+                stored = int.from_bytes(body[17:21] if magic == 2 else body[12:16], "big")
+                computed = crc32c(memoryview(body)[21:]) if magic == 2 else crc32(memoryview(body)[16:])
+                if stored == computed:
+                    return p
+                i += 1
+            pos += max(i, 1)
+    return None
+
+
+class _Adder:
+    """Appends findings about one batch, located at the batch unless told otherwise."""
+
+    __slots__ = ("out", "path", "b", "index")
+
+    def __init__(self, out: list[Finding], path: str, b: Batch, index: int) -> None:
+        self.out = out
+        self.path = path
+        self.b = b
+        self.index = index
+
+    def __call__(self, kind: str, message: str, expected=None, found=None, position=None, length=None) -> None:
+        b = self.b
+        self.out.append(
+            Finding(
+                self.path,
+                b.position if position is None else position,
+                b.size if length is None else length,
+                kind,
+                message,
+                self.index,
+                b.offset,
+                b.last_offset,
+                expected,
+                found,
+            )
+        )
+
+
+def _check_batch(
+    b: Batch,
+    data,
+    path: str,
+    index: int,
+    base: int | None,
+    part: _Partition,
+    facts: _SegmentFacts,
+    out: list[Finding],
+    opts: VerifyOptions,
+) -> None:
+    """The per-batch checks; findings are appended to ``out``."""
+    pos = b.position
+    first = b.offset
+    last = b.last_offset
+    magic = b.magic
+    add = _Adder(out, path, b, index)
+
+    if magic > 2:
+        add("unknown_magic", f"magic byte {magic} (Kafka parses it as v2; the CRC does not cover it)", "0, 1 or 2", magic, pos + 16, 1)
+    if b.crc != b.computed_crc:
+        add("crc_mismatch", f"stored CRC {b.crc}, computed {b.computed_crc} (the batch spans {b.size} bytes)", b.computed_crc, b.crc)
+        return  # the other fields cannot be trusted
+    codec = b.attributes & 0x07
+    if codec > 4 or (codec == 4 and magic < 2):
+        add("unknown_codec", f"compression codec id {codec} is not valid with magic {magic}", "0-4 (zstd only with magic 2)", codec, pos + (22 if magic >= 2 else 17), 1)
+        return
+    if magic >= 2:
+        if b.count < 0 or b.count > b.last_offset_delta + 1:
+            add("offset_delta_mismatch", f"count {b.count} with lastOffsetDelta {b.last_offset_delta}", f"0..{b.last_offset_delta + 1}", b.count, pos + 57, 4)
+        if b.last_offset_delta < 0:
+            add("offset_delta_mismatch", f"negative lastOffsetDelta {b.last_offset_delta}", ">= 0", b.last_offset_delta, pos + 23, 4)
+        if b.base_timestamp < -1 or b.max_timestamp < -1:
+            add("timestamp_invalid", f"timestamps below -1 (base {b.base_timestamp}, max {b.max_timestamp})", ">= -1", (b.base_timestamp, b.max_timestamp), pos + 27, 16)
+        elif (
+            not b.attributes & 0x08
+            and not b.has_delete_horizon
+            and b.count > 0
+            and b.max_timestamp < b.base_timestamp
+        ):
+            add("timestamp_invalid", f"CreateTime maxTimestamp {b.max_timestamp} below baseTimestamp {b.base_timestamp}", f">= {b.base_timestamp}", b.max_timestamp, pos + 35, 8)
+        pid, epoch, seq = b.producer_id, b.producer_epoch, b.base_sequence
+        # (brokers write pid -1 with baseSequence 0, e.g. the group coordinator: not a finding)
+        if pid < -1 or epoch < -1 or seq < -1 or (pid < 0 and b.is_transactional):
+            add("producer_fields_invalid", f"producerId {pid}, producerEpoch {epoch}, baseSequence {seq}, transactional {b.is_transactional}", "consistent producer fields", (pid, epoch, seq), pos + 43, 14)
+        if b.partition_leader_epoch >= 0 and b.partition_leader_epoch not in part.epochs:
+            part.epochs[b.partition_leader_epoch] = first
+    elif magic == 1 and b.max_timestamp < -1:
+        add("timestamp_invalid", f"timestamp {b.max_timestamp} below -1", ">= -1", b.max_timestamp, pos + 18, 8)
+    # offsets
+    # (a v0/v1 wrapper's first offset needs its records; its entry offset is its last offset)
+    prev = part.last_offset
+    if prev is not None and first <= prev and (magic >= 2 or not codec):
+        add("offset_not_monotonic", f"first offset {first} is not above the previous batch's last offset {prev}", f"> {prev}", first, pos, 8)
+    elif prev is not None and magic < 2 and codec and last <= prev:
+        add("offset_not_monotonic", f"offset {last} is not above the previous batch's last offset {prev}", f"> {prev}", last, pos, 8)
+    if base is not None:
+        if first < base and (magic >= 2 or not codec):
+            add("offset_below_base", f"offset {first} below the segment base offset {base}", f">= {base}", first, pos, 8)
+        elif last - base > INT32_MAX:
+            add("offset_overflow", f"offset {last} is more than 2^31-1 above the segment base offset {base}", f"<= {base + INT32_MAX}", last, pos, 8)
+    part.last_offset = last if prev is None else max(prev, last)
+    if facts.first_offset is None:
+        facts.first_offset = first
+    facts.last_offset = last
+    if b.is_control and magic >= 2 and data is not None and b.count > 0:
+        try:
+            records = decode_batch_records(b, data, max_decompressed=opts.max_decompressed)
+            for r in records:
+                _v, type_id = decode_control_key(r.key)
+                if type_id == ControlType.ABORT:
+                    facts.abort_markers.add((b.producer_id, r.offset))
+                if type_id in (ControlType.ABORT, ControlType.COMMIT) and not b.is_transactional:
+                    # transaction markers live in transactional control batches (KRaft's do not)
+                    add("control_not_transactional", f"a {'ABORT' if type_id == 0 else 'COMMIT'} marker in a control batch without the transactional flag", "attributes & 0x10", b.attributes, pos + 21, 2)
+                    break
+        except KafkaToolError:
+            pass  # reported by the deep checks
+    if opts.deep:
+        _deep_checks(b, data, path, index, out, opts)
+
+
+def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts: VerifyOptions) -> None:
+    pos = b.position
+    add = _Adder(out, path, b, index)
+
+    if data is None:
+        add("decompressed_too_large", f"a batch of {b.size} bytes is too large to decode in memory")
+        return
+    try:
+        records = decode_batch_records(b, data, max_decompressed=opts.max_decompressed)
+    except CompressionError as e:
+        kind = "decompressed_too_large" if "exceeds the limit" in e.message else "decompression_failed"
+        add(kind, e.message, position=pos + (e.position or 0))
+        return
+    except (InvalidRecordError, CorruptRecordError) as e:
+        msg = e.message
+        where = pos + (e.position or 0)
+        if "record count" in msg or "declared batch size" in msg:
+            add("record_count_mismatch", msg, position=where)
+        elif "wrapper" in msg or "inner" in msg.lower() or "Inner" in msg or "compressed record set" in msg:
+            add("invalid_wrapper", msg, position=where)
+        else:
+            add("invalid_record", msg, position=where)
+        return
+    if b.magic >= 2:
+        prev_delta = -1
+        lod = b.last_offset_delta
+        for r in records:
+            delta = r.offset - b.offset
+            if delta < 0 or delta > lod or delta <= prev_delta:
+                add("record_offset_invalid", f"record offset {r.offset} (delta {delta}) outside 0..{lod} or not increasing", expected=f"{prev_delta + 1}..{lod}", found=delta)
+                break
+            prev_delta = delta
+        if not b.attributes & 0x08 and not b.has_delete_horizon:
+            for r in records:
+                if r.timestamp > b.max_timestamp:
+                    add("record_timestamp_invalid", f"record {r.offset} has timestamp {r.timestamp} above the batch maxTimestamp {b.max_timestamp}", expected=f"<= {b.max_timestamp}", found=r.timestamp)
+                    break
+        if b.is_control:
+            for r in records:
+                try:
+                    _v, type_id = decode_control_key(r.key)
+                    if type_id in (ControlType.ABORT, ControlType.COMMIT):
+                        decode_end_txn_marker(r.value)
+                    else:
+                        decode_kraft_control(type_id, r.value)
+                except KafkaToolError as e:
+                    add("invalid_control_record", f"control record {r.offset}: {e.message}")
+                    break
+    else:
+        prev_off = None
+        for r in records:
+            if r.crc_valid is False:
+                add("inner_crc_mismatch", f"inner message {r.offset} fails its CRC (stored {r.crc}) inside a wrapper whose outer CRC is valid")
+                break
+            if prev_off is not None and r.offset <= prev_off:
+                add("record_offset_invalid", f"inner message offsets not increasing ({prev_off} then {r.offset})")
+                break
+            prev_off = r.offset
+        if b.attributes & 0x07 and records and records[-1].offset != b.offset:
+            add("invalid_wrapper", f"wrapper offset {b.offset} is not its last inner offset {records[-1].offset}", expected=records[-1].offset, found=b.offset)
+
+
+# --------------------------------------------------------------------------- side files
+
+
+def _verify_other(t: _Target, opts: VerifyOptions, part: _Partition, present: set[str]) -> Iterator[Finding | FileSummary]:
+    path = t.path
+    name = os.path.basename(path)
+    suffix = names.file_suffix(name)
+    kind = names.classify(name)
+    K = names.FileKind
+    findings: list[Finding] = []
+    size = os.path.getsize(path)
+    label = kind.value
+    if suffix in (".index", ".timeindex", ".txnindex"):
+        prefix = name.split(".", 1)[0]
+        if f"{prefix}.log" not in present:
+            findings.append(Finding(path, None, None, "orphan_index", f"{prefix}.log does not exist: the broker deletes this file at start"))
+        else:
+            try:
+                base = names.parse_base_offset(name)
+            except KafkaToolError as e:
+                findings.append(Finding(path, None, None, "unreadable", e.message))
+                base = None
+            facts = part.segments.get(base) if base is not None else None
+            if facts is not None:
+                if suffix == ".index":
+                    _check_offset_index(path, facts, findings, opts)
+                elif suffix == ".timeindex":
+                    _check_time_index(path, facts, findings)
+                else:
+                    _check_txn_index(path, facts, findings)
+    elif suffix == ".snapshot":
+        _check_snapshot(path, part, findings)
+    elif suffix == ".checkpoint":
+        # KRaft snapshots and bootstrap.checkpoint are batch sequences: verify them as logs
+        sub = _Partition()
+        yield from _verify_log(_Target(path, None, t.state), opts, sub, set())
+        return
+    elif kind is K.LEADER_EPOCH_CHECKPOINT:
+        _check_leader_epochs(path, part, findings)
+    elif kind in (K.OFFSET_CHECKPOINT, K.PARTITION_METADATA, K.QUORUM_STATE, K.META_PROPERTIES):
+        reader = {
+            K.OFFSET_CHECKPOINT: ckpt.read_offset_checkpoint,
+            K.PARTITION_METADATA: ckpt.read_partition_metadata,
+            K.QUORUM_STATE: ckpt.read_quorum_state,
+            K.META_PROPERTIES: ckpt.read_meta_properties,
+        }[kind]
+        try:
+            reader(path)
+        except KafkaToolError as e:
+            findings.append(Finding(path, e.position, None, "checkpoint_invalid", e.message))
+    else:
+        label = "skipped"
+    yield from findings
+    yield FileSummary(path, label, size, 0, len(findings), t.state)
+
+
+def _check_offset_index(path: str, facts: _SegmentFacts, out: list[Finding], opts: VerifyOptions) -> None:
+    index = idx.read_offset_index(path, facts.base)
+    try:
+        idx.sanity_check_offset_index(index, path=path)
+    except KafkaToolError as e:
+        out.append(Finding(path, 0, index.file_length, "index_sanity_failed", e.message))
+    entries = list(index.iter_absolute())
+    # zero-filled preallocated slots: every entry i > 0 with relative offset 0 to the end
+    real = len(entries)
+    for i in range(1, len(entries)):
+        if entries[i][0] == facts.base and entries[i][1] == 0:
+            if all(e == (facts.base, 0) for e in entries[i:]):
+                real = i
+                break
+    if real < len(entries):
+        out.append(Finding(path, real * 8, (len(entries) - real) * 8, "preallocated_index_tail", f"{len(entries) - real} zero-filled preallocated slots after {real} entries"))
+    starts = facts.batch_starts
+    prev = None
+    for i, (offset, position) in enumerate(entries[:real]):
+        where = i * 8
+        if prev is not None and offset <= prev:
+            out.append(Finding(path, where, 8, "index_not_monotonic", f"entry {i} offset {offset} is not above the previous {prev}", f"> {prev}", offset))
+        prev = offset
+        if position >= facts.valid_end or position >= facts.size:
+            out.append(Finding(path, where, 8, "index_entry_past_end", f"entry {i} (offset {offset}) points at position {position}, past the last valid batch (log ends at {facts.valid_end})", f"< {facts.valid_end}", position))
+            continue
+        j = starts.find_position(position)
+        if j < 0:
+            out.append(Finding(path, where, 8, "index_entry_not_batch_start", f"entry {i} (offset {offset}) points at position {position}, which is not a batch start", "a batch start", position))
+            continue
+        if starts.last[j] != offset:
+            # follower appends index the first batch's position with the chunk's last offset (§17 E.42)
+            k = starts.find_last_offset(offset)
+            if k < len(starts.last) and starts.last[k] == offset and k > j:
+                continue
+            out.append(Finding(path, where, 8, "index_offset_mismatch", f"entry {i} says offset {offset} at position {position}, the batch there ends at {starts.last[j]}", starts.last[j], offset))
+
+
+def _check_time_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> None:
+    tindex = idx.read_time_index(path, facts.base)
+    try:
+        idx.sanity_check_time_index(tindex, path=path)
+    except KafkaToolError as e:
+        out.append(Finding(path, 0, tindex.file_length, "timeindex_sanity_failed", e.message))
+    entries = list(tindex.iter_absolute())
+    real = len(entries)
+    for i in range(1, len(entries)):
+        if entries[i] == (0, facts.base) and all(e == (0, facts.base) for e in entries[i:]):
+            real = i
+            break
+    if real < len(entries):
+        out.append(Finding(path, real * 12, (len(entries) - real) * 12, "preallocated_index_tail", f"{len(entries) - real} zero-filled preallocated slots after {real} entries"))
+    starts = facts.batch_starts
+    prev_ts = prev_off = None
+    for i, (ts, offset) in enumerate(entries[:real]):
+        where = i * 12
+        if prev_ts is not None and (ts <= prev_ts or offset < prev_off):
+            out.append(Finding(path, where, 12, "timeindex_not_monotonic", f"entry {i} ({ts}, {offset}) does not follow ({prev_ts}, {prev_off})", f"> ({prev_ts}, {prev_off})", (ts, offset)))
+        prev_ts, prev_off = ts, offset
+        k = starts.find_last_offset(offset)
+        if k >= len(starts.last):
+            out.append(Finding(path, where, 12, "timeindex_entry_past_end", f"entry {i} offset {offset} is beyond the log's last offset", f"<= {facts.last_offset}", offset))
+            continue
+        if starts.last[k] != offset:
+            out.append(Finding(path, where, 12, "timeindex_entry_not_found", f"entry {i} offset {offset} is not the last offset of a batch (the batch holding it ends at {starts.last[k]}; brokers <= 3.7 wrote record-level offsets)", starts.last[k], offset))
+            continue
+        if starts.maxts[k] != ts:
+            out.append(Finding(path, where, 12, "timeindex_timestamp_mismatch", f"entry {i} timestamp {ts} differs from the largest timestamp up to offset {offset}, {starts.maxts[k]}", starts.maxts[k], ts))
+
+
+def _check_txn_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> None:
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        entries = list(txn.iter_txn_index(data, os.path.abspath(path)))
+    except KafkaToolError as e:
+        out.append(Finding(path, e.position, 34, "txnindex_invalid", e.message))
+        return
+    if len(data) % 34:
+        out.append(Finding(path, len(data) - len(data) % 34, len(data) % 34, "txnindex_invalid", f"{len(data) % 34} bytes of a partial entry at the end (ignored by Kafka)"))
+    for i, e in enumerate(entries):
+        where = i * 34
+        if e.last_offset < facts.base:
+            out.append(Finding(path, where, 34, "txnindex_below_base", f"entry {i} lastOffset {e.last_offset} is below the segment base {facts.base}", f">= {facts.base}", e.last_offset))
+        elif (e.producer_id, e.last_offset) not in facts.abort_markers:
+            out.append(Finding(path, where, 34, "txnindex_no_abort_marker", f"entry {i}: no ABORT marker of producer {e.producer_id} at offset {e.last_offset}", "an ABORT marker", e.last_offset))
+
+
+def _check_snapshot(path: str, part: _Partition, out: list[Finding]) -> None:
+    name = os.path.basename(path)
+    try:
+        s = snap.read_producer_snapshot(path, verify_crc=False)
+    except KafkaToolError as e:
+        out.append(Finding(path, e.position, None, "snapshot_invalid", e.message))
+        return
+    if not s.crc_valid:
+        out.append(Finding(path, 2, 4, "snapshot_crc_mismatch", f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {s.crc}. Computed crc: {s.computed_crc}", s.computed_crc, s.crc))
+    try:
+        at = names.parse_base_offset(name)
+    except KafkaToolError:
+        return
+    if part.log_end is not None and at > part.log_end:
+        out.append(Finding(path, None, None, "snapshot_beyond_log_end", f"snapshot at offset {at} is above the log end offset {part.log_end} (the broker deletes it)", f"<= {part.log_end}", at))
+
+
+def _check_leader_epochs(path: str, part: _Partition, out: list[Finding]) -> None:
+    try:
+        entries = ckpt.read_leader_epoch_checkpoint(path)
+    except KafkaToolError as e:
+        out.append(Finding(path, e.position, None, "checkpoint_invalid", e.message))
+        return
+    prev = None
+    for e in entries:
+        if prev is not None and (e.epoch <= prev.epoch or e.start_offset < prev.start_offset):
+            out.append(Finding(path, None, None, "leader_epoch_mismatch", f"entries not increasing: epoch {prev.epoch}@{prev.start_offset} then {e.epoch}@{e.start_offset}"))
+        prev = e
+        seen = part.epochs.get(e.epoch)
+        if seen is not None and seen != e.start_offset and e.start_offset >= min(part.epochs.values()):
+            out.append(Finding(path, None, None, "leader_epoch_mismatch", f"epoch {e.epoch} starts at offset {e.start_offset} in the checkpoint, but its first batch in the log is at {seen}", seen, e.start_offset))
+    known = {e.epoch for e in entries}
+    for epoch, first in sorted(part.epochs.items()):
+        if epoch not in known and entries and epoch > entries[0].epoch:
+            out.append(Finding(path, None, None, "leader_epoch_mismatch", f"batches carry leader epoch {epoch} (from offset {first}) but the checkpoint has no entry for it", None, epoch))
