@@ -25,6 +25,7 @@ from kafkatool.record.control import (
     decode_kraft_control,
 )
 from kafkatool.record.records import decode_batch_records
+from kafkatool.record.v2 import iter_batch_records
 from kafkatool.segment import checkpoint as ckpt
 from kafkatool.segment import files as names
 from kafkatool.segment import index as idx
@@ -90,6 +91,18 @@ class Batches(NamedTuple):
 
     path: str
     batches: list[Batch]
+
+
+class BatchItems(NamedTuple):
+    """Consecutive :class:`BatchItem` of one file (deep dumps go out in chunks)."""
+
+    path: str
+    items: list[BatchItem]
+
+
+def _flush(pending: list[BatchItem]) -> Iterator["BatchItems"]:
+    if pending:
+        yield BatchItems(pending[0].path, pending)
 
 
 class Note(NamedTuple):
@@ -408,35 +421,47 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
             if chunk:
                 yield Batches(display, chunk)
         else:
+            # Deep (or filtered) dumps: items go out in chunks too, so that a segment of
+            # one-record batches does not pay a generator hop and a write per batch.
+            pending: list[BatchItem] = []
+            pending_records = 0
             for batch, data in walker:
-                if batch.attributes & 0x07 > 4:
+                attrs = batch.attributes
+                if attrs & 0x07 > 4:
+                    yield from _flush(pending)
                     raise _unknown_codec(batch, display)
+                magic = batch.magic
                 if filtering:
-                    if eo is not None and batch.offset > eo and batch.magic >= 2:
+                    if eo is not None and batch.offset > eo and magic >= 2:
                         break
                     if so is not None and batch.last_offset < so:
                         continue
                     if st is not None and batch.max_timestamp < st:
                         continue
-                    if et is not None and batch.magic >= 2 and batch.base_timestamp > et and not batch.has_delete_horizon:
+                    if et is not None and magic >= 2 and batch.base_timestamp > et and not batch.has_delete_horizon:
                         continue
                 records = None
                 controls = None
-                base_offset = batch.offset if batch.magic >= 2 or not batch.attributes & 0x07 else None
+                base_offset = batch.offset if magic >= 2 or not attrs & 0x07 else None
                 if deep:
                     if data is None:
-                        yield BatchItem(display, batch, None)
+                        pending.append(BatchItem(display, batch, None))
+                        yield from _flush(pending)
                         raise KafkaToolError(
                             f"batch of {batch.size} bytes is larger than the in-memory limit; records not decoded",
                             path=display,
                             position=batch.position,
                         )
                     try:
-                        records = decode_batch_records(batch, data, max_decompressed=max_dec)
-                        if want_controls and batch.is_control:
+                        if magic >= 2:
+                            records = iter_batch_records(batch, data, max_decompressed=max_dec)
+                        else:
+                            records = decode_batch_records(batch, data, max_decompressed=max_dec)
+                        if want_controls and attrs & 0x20 and magic >= 2:
                             controls = _decode_controls(records)
                     except KafkaToolError as e:
-                        yield BatchItem(display, batch, None)
+                        pending.append(BatchItem(display, batch, None))
+                        yield from _flush(pending)
                         raise e.at(display, batch.position) from None
                     if filtering:
                         records = [
@@ -449,14 +474,27 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                         ]
                         if controls is not None and len(controls) != len(records):
                             controls = _decode_controls(records)
-                    for r in records:
-                        o = r.offset
-                        if prev is not None and o != prev + 1:
-                            pairs.append((prev, o))
-                        prev = o
-                    if records and base_offset is None:
-                        base_offset = records[0].offset
-                yield BatchItem(display, batch, records, controls, base_offset)
+                    if records:
+                        first = records[0].offset
+                        if prev is not None and first != prev + 1:
+                            pairs.append((prev, first))
+                        last = records[-1].offset
+                        if last - first != len(records) - 1:  # a gap inside the batch: look closer
+                            p = first
+                            for r in records[1:]:
+                                if r.offset != p + 1:
+                                    pairs.append((p, r.offset))
+                                p = r.offset
+                        prev = last
+                        pending_records += len(records)
+                        if base_offset is None:
+                            base_offset = first
+                pending.append(BatchItem(display, batch, records, controls, base_offset))
+                if len(pending) >= 256 or pending_records >= 4096:
+                    yield BatchItems(display, pending)
+                    pending = []
+                    pending_records = 0
+            yield from _flush(pending)
     if walker.stop is WalkStop.ERROR:
         assert walker.error is not None
         if pairs:

@@ -256,20 +256,21 @@ def iter_batch_records(
     relative to the batch start for uncompressed batches; for compressed batches the
     error is placed at the payload start and its message names the decompressed offset.
     """
-    count = batch.count
-    if count == 0:
-        return []  # bytes after a zero-count header are never examined (§17 B.11)
-    if count < 0:
+    count = batch[12]  # count
+    if count <= 0:
+        if count == 0:
+            return []  # bytes after a zero-count header are never examined (§17 B.11)
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=57)
-    buf, start, end = batch_records_buffer(batch, data, max_decompressed=max_decompressed)
-    try:
-        raw = _decode(buf, start, end, count)
-    except InvalidRecordError as e:
-        if batch.attributes & 0x07:
+    if batch[5] & 0x07:  # attributes: compressed
+        buf, start, end = batch_records_buffer(batch, data, max_decompressed=max_decompressed)
+        try:
+            raw = _decode(buf, start, end, count)
+        except InvalidRecordError as e:
             raise InvalidRecordError(
                 f"{e.message} (at byte {e.position} of the decompressed records)", position=V2_HEADER_SIZE
             ) from None
-        raise
+    else:
+        raw = _decode(data, V2_HEADER_SIZE, batch[1], count)  # size
     return _records(batch, raw)
 
 

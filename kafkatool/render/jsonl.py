@@ -90,6 +90,8 @@ class JsonlRenderer:
             return self._batch(item), False  # type: ignore[arg-type]
         if t is d.Batches:
             return self._batches(item), False  # type: ignore[arg-type]
+        if t is d.BatchItems:
+            return "".join([self._batch(i) for i in item.items]), False  # type: ignore[attr-defined]
         obj = _object(item)
         if obj is None:
             return "", False

@@ -105,6 +105,8 @@ class TableRenderer:
             return text, False
         if isinstance(item, d.BatchItem):
             return self._batch(item), False
+        if isinstance(item, d.BatchItems):
+            return "".join(self._batch(i) for i in item.items), False
         if isinstance(item, d.Batches):
             return "".join(self._batch(d.BatchItem(item.path, b, None)) for b in item.batches), False
         if isinstance(item, d.IndexEntryItem):

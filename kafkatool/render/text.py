@@ -118,6 +118,13 @@ class TextRenderer:
         t = type(item)
         if t is d.Batches:
             return "\n".join([batch_line(b) for b in item.batches]) + "\n", False  # type: ignore[attr-defined]
+        if t is d.BatchItems:
+            lines: list[str] = []
+            add = self._add_batch
+            for i in item.items:  # type: ignore[attr-defined]
+                add(i, lines)
+            lines.append("")
+            return "\n".join(lines), False
         if t is d.BatchItem:
             return self.batch(item), False  # type: ignore[arg-type]
         fn = _DISPATCH.get(t)
@@ -126,39 +133,41 @@ class TextRenderer:
         return fn(self, item)
 
     def batch(self, item: d.BatchItem) -> str:
-        b = item.batch
-        lines = [batch_line(b)]
-        records = item.records
-        if records is not None:
-            opts = self.opts
-            pd = opts.print_data
-            skip = opts.skip_record_metadata
-            kd, vd = self.kd, self.vd
-            controls = item.controls
-            if b.magic >= 2 and not b.is_control and not skip:
-                lines.extend(_fast_v2_lines(b, records, pd, kd, vd))
-            else:
-                for i, r in enumerate(records):
-                    lines.append(
-                        record_line(
-                            b,
-                            r,
-                            print_data=pd,
-                            skip_metadata=skip,
-                            control=controls[i] if controls is not None and i < len(controls) else None,
-                            key_decoder=kd,
-                            value_decoder=vd,
-                        )
-                    )
+        """The batch line and its record lines, newline-terminated."""
+        lines: list[str] = []
+        self._add_batch(item, lines)
         lines.append("")
         return "\n".join(lines)
 
+    def _add_batch(self, item: d.BatchItem, lines: list[str]) -> None:
+        b = item.batch
+        lines.append(batch_line(b))
+        records = item.records
+        if not records:
+            return
+        opts = self.opts
+        skip = opts.skip_record_metadata
+        if b.magic >= 2 and not b.attributes & 0x20 and not skip:
+            _fast_v2_lines(b, records, opts.print_data, self.kd, self.vd, lines.append)
+            return
+        controls = item.controls
+        for i, r in enumerate(records):
+            lines.append(
+                record_line(
+                    b,
+                    r,
+                    print_data=opts.print_data,
+                    skip_metadata=skip,
+                    control=controls[i] if controls is not None and i < len(controls) else None,
+                    key_decoder=self.kd,
+                    value_decoder=self.vd,
+                )
+            )
 
-def _fast_v2_lines(b: Batch, records: list[Record], print_data: bool, kd, vd) -> list[str]:
+
+def _fast_v2_lines(b: Batch, records: list[Record], print_data: bool, kd, vd, append) -> None:
     """Record lines of a v2 data batch: the hot loop of a deep dump, kept flat."""
     tst = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
-    out = []
-    append = out.append
     string_keys = kd is _string_decoder
     string_values = vd is _string_decoder
     for offset, ts, key, value, headers, seq, _a, _c, _v, _m in records:
@@ -180,7 +189,6 @@ def _fast_v2_lines(b: Batch, records: list[Record], print_data: bool, kd, vd) ->
             if value is not None:
                 line = f"{line} payload: {value.decode('utf-8', 'replace') if string_values else vd(value)}"
         append(line)
-    return out
 
 
 def _header(self: TextRenderer, item: d.FileHeader) -> tuple[str, bool]:
