@@ -50,13 +50,22 @@ def codec_name(codec_id: int) -> str:
         raise InvalidRecordError(f"Unknown compression type id: {codec_id}") from None
 
 
+_MODULES: dict[str, object] = {}
+
+
 def _require(module: str, package: str):
-    try:
-        return __import__(module, fromlist=["_"])
-    except ImportError:  # pragma: no cover - exercised only where a codec library is absent
-        raise MissingDependencyError(
-            f"this batch needs the {module!r} module: install it with `pip install {package}`"
-        ) from None
+    """The codec library ``module``, imported once; a missing one fails with an install hint."""
+    mod = _MODULES.get(module)
+    if mod is None:
+        import importlib
+
+        try:
+            mod = _MODULES[module] = importlib.import_module(module)
+        except ImportError:  # pragma: no cover - exercised only where a codec library is absent
+            raise MissingDependencyError(
+                f"this batch needs the {module!r} module: install it with `pip install {package}`"
+            ) from None
+    return mod
 
 
 # --------------------------------------------------------------------------- gzip (§7.2)
