@@ -520,6 +520,13 @@ def main(argv: list[str] | None = None) -> int:
 
 #: Descriptions of positional arguments (Click arguments carry no help), by command then name.
 ARGUMENT_HELP: dict[str, dict[str, str]] = {
+    "verify": {
+        "paths": (
+            "Segment or side files, partition directories (`<topic>-<partition>`), or whole log dirs, "
+            "searched recursively. The files of a partition are checked in offset order, so offsets are "
+            "compared across its segments."
+        ),
+    },
     "dump": {
         "paths": (
             "Files or partition directories to dump, in order, after those of `--files`. "
@@ -531,7 +538,7 @@ ARGUMENT_HELP: dict[str, dict[str, str]] = {
 }
 
 #: Extra SEE ALSO entries by command (``name`` for ``name(1)``, or ``name(N)`` as written).
-SEE_ALSO: dict[str, list[str]] = {"dump": ["jq(1)"]}
+SEE_ALSO: dict[str, list[str]] = {"dump": ["jq(1)"], "verify": ["kafkatool-dump", "jq(1)"]}
 
 # --------------------------------------------------------------------------- dump
 
@@ -956,6 +963,104 @@ _DUMP_EXAMPLES = _join(
     ),
 )
 
+
+# --------------------------------------------------------------------------- verify
+
+
+def _verify_kinds(command: click.Command) -> str:
+    from kafkatool.verify import INFO_KINDS, KINDS
+
+    return _join(
+        para(
+            "Every finding has one of these kinds. The names are stable: runbooks and scripts match on "
+            "them (`--fail-on`, `--ignore`, the `kind` field of `--format jsonl`). Kinds marked "
+            "*(information)* describe a state rather than damage and do not fail a run unless "
+            "`--fail-on` names them."
+        ),
+        tagged((k, v + (" (information)" if k in INFO_KINDS else "")) for k, v in KINDS.items()),
+    )
+
+
+_VERIFY_CHECKS = _join(
+    para(
+        "Per batch, always: the framing of kafka-dump-log's walk (a size below the minimum, a size running "
+        "past the end of the file), the magic byte (a v2 CRC does not cover it, so magic 7 is damage even "
+        "where Kafka would parse it), the codec id, the CRC (CRC-32C for v2, the outer CRC-32 for v0/v1), "
+        "the record count against lastOffsetDelta, offsets that increase within and across the segments of "
+        "a partition and stay within the segment's base offset and the int32 relative range, timestamps, "
+        "and producer fields (a COMMIT or ABORT marker must sit in a transactional control batch)."
+    ),
+    para(
+        "With `--deep`, every record is decompressed and decoded: the record count against the header, "
+        "varints and lengths, records that fill the batch exactly, offset and timestamp deltas, headers, "
+        "the inner CRCs of v0/v1 wrapper messages (a recompressed wrapper can carry a valid outer CRC "
+        "around a bad inner message) and control records. `--max-decompressed-bytes` caps what one batch "
+        "may inflate to, so a decompression bomb is a finding, not an out-of-memory."
+    ),
+    para(
+        "After a bad region the check resynchronises: it searches forward for the next position where a "
+        "batch with a valid CRC begins, reports the region's start and length, and goes on. Each such "
+        "finding counts the good batches that follow it (`batchesAfter`): the data Kafka's own recovery, "
+        "which truncates at the first bad batch, would throw away."
+    ),
+    para(
+        "Side files: `.index` and `.timeindex` get Kafka's sanity check and a full check (every entry at a "
+        "batch start whose offsets and timestamps agree, entries increasing, none past the log's end; an "
+        "offset-index entry pairing a follower's multi-batch append, the first batch's position with a later "
+        "batch's last offset, is not reported); zero-filled preallocated slots are recognised. `.txnindex` "
+        "entries are checked against the ABORT markers, producer `.snapshot` files by CRC and against the "
+        "log end, `leader-epoch-checkpoint` against the batches' partition leader epochs, and the text "
+        "checkpoint files by Kafka's own parsing rules. Directories named `-delete`, `-future` or `-stray` "
+        "are checked and reported as such in the summary."
+    ),
+    para(
+        "verify is read-only: it opens every file for reading only, never writes or creates a file, and can "
+        "run on a log dir a live broker holds (`--max-rate` keeps it from competing for the disk)."
+    ),
+)
+
+_VERIFY_OUTPUT = _join(
+    para(
+        "`--format text` prints a table of findings on standard output; `--format lines` one line per "
+        "finding, `<path>:<position>: <kind>: <message>`, for grep; `--format jsonl` one JSON object per "
+        "finding and a final summary object. Unless `--quiet`, a summary goes to standard error, and a "
+        "progress bar (bytes and files) while standard error is a terminal."
+    ),
+    para("A finding object:"),
+    example(
+        """
+        {"type":"finding","file":"/data/t-0/00000000000000000000.log","position":1842,"length":678,
+         "kind":"crc_mismatch","batchIndex":7,"offset":{"first":122,"last":131},
+         "expected":3953238405,"found":3953238404,"message":"stored CRC ...","batchesAfter":2}
+        """
+    ),
+    tagged([
+        ("file", "the file the finding is in"),
+        ("position, length", "the byte range it covers (null when the finding is about the whole file)"),
+        ("kind", "one of the kinds under FINDING KINDS"),
+        ("batchIndex", "the batch's index in the walk of its file, when it concerns a batch"),
+        ("offset", "first and last offset of that batch, when known"),
+        ("expected, found", "what was expected and what was found, when the check compares values"),
+        ("message", "a sentence for people"),
+        ("batchesAfter", "for a bad region: how many good batches follow it in the file"),
+    ]),
+    para("The last line is the summary:"),
+    example(
+        """
+        {"type":"summary","files":206,"bytes":7012345,"batches":80035,"findings":98,"failing":90,
+         "kinds":{"crc_mismatch":90,"index_missing":8},"partitionStates":{},"seconds":0.52}
+        """
+    ),
+)
+
+_VERIFY_EXAMPLES = _join(
+    example("kafkatool verify /var/lib/kafka/data", "Check a whole log dir, every partition:"),
+    example("kafkatool verify --deep --jobs 2 --max-rate 100M /var/lib/kafka/data", "Decode every record, two processes, at most 100 MB/s of reads on a live broker:"),
+    example("kafkatool verify --ignore trailing_zeros,index_missing /data/orders-3 || echo damaged", "In a runbook: fail on damage, not on preallocated tails or missing indexes:"),
+    example("kafkatool verify --format jsonl /data/orders-3 | jq 'select(.type==\"finding\") | .kind'", "For a script:"),
+)
+
+
 #: Hand-written sections per command (key: the command name; for nested groups, "group sub").
 #: Each body is roff text, or a callable that takes the Click command and returns roff.
 EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
@@ -967,6 +1072,13 @@ EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
         ("EXIT STATUS", _DUMP_EXIT),
         ("COMPATIBILITY", _dump_compatibility),
         ("EXAMPLES", _DUMP_EXAMPLES),
+    ],
+    "verify": [
+        ("CHECKS", _VERIFY_CHECKS),
+        ("FINDING KINDS", _verify_kinds),
+        ("OUTPUT", _VERIFY_OUTPUT),
+        ("EXIT STATUS", lambda command: exit_status({0: "No failing findings.", 1: "Findings of the kinds that fail the check (see `--fail-on`).", 2: "Bad usage (an unknown kind, a missing path) or an I/O error."})),
+        ("EXAMPLES", _VERIFY_EXAMPLES),
     ],
 }
 
