@@ -7,11 +7,12 @@ Usage::
     python bench/bench_dump.py --variants none-16k,zstd-16k --runs 5 --modes deep
 
 Every measurement is a whole process (interpreter start, imports, reading, output to
-``/dev/null``): wall time from ``perf_counter`` around spawn and ``os.wait4``, peak RSS
-from the ``rusage`` that ``wait4`` returns for that one child. Each command runs
-``--runs`` times, interleaved tool by tool so that drift hits every tool alike; the best
-time is kept, and the largest peak RSS seen. The segments come from ``gen_segment.py``
-and are read once before timing so that every tool works on page-cached files.
+``/dev/null``): wall time from ``perf_counter`` around spawn and reap, peak RSS from GNU
+time (see :func:`run_process` for why not ``getrusage``). Each command runs ``--runs``
+times, interleaved tool by tool so that drift hits every tool alike; the best time is
+kept, and the largest peak RSS seen. The segments come from ``gen_segment.py`` and are
+read again before every run, so that every tool works on page-cached files. kafkatool
+runs from a snapshot of the working tree taken at the start (``--live``: the tree itself).
 
 Before timing, each command also runs once with its output piped back here (not timed):
 its lines are counted and hashed, and must match the count the segment's metadata
@@ -31,10 +32,10 @@ import hashlib
 import json
 import os
 import platform
-import sysconfig
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field

@@ -222,54 +222,42 @@ class _Partition:
 
 @dataclass
 class _SegmentFacts:
-    """Per segment, what the side-file checks compare against."""
+    """Per segment, what the side-file checks compare against.
+
+    Only the batches the segment's own index files point at are remembered (a segment of
+    millions of tiny batches must not cost memory per batch): ``wanted_positions`` and
+    ``wanted_offsets`` come from the ``.index``/``.timeindex`` before the walk.
+    """
 
     base: int
     size: int
-    valid_end: int
-    batch_starts: "_Positions"
-    last_offsets: dict[int, int]  # position -> last offset (kept only for indexed positions)
-    abort_markers: set[tuple[int, int]]
+    valid_end: int = 0
+    wanted_positions: set[int] = field(default_factory=set)
+    wanted_offsets: set[int] = field(default_factory=set)
+    at_position: dict[int, int] = field(default_factory=dict)
+    """batch start position -> its last offset (for wanted positions)."""
+    by_last_offset: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """batch last offset -> (position, largest timestamp up to it) (for wanted offsets)."""
+    abort_markers: set[tuple[int, int]] = field(default_factory=set)
     """(producer id, offset) of every ABORT marker."""
     first_offset: int | None = None
     last_offset: int | None = None
 
 
-class _Positions:
-    """Batch start positions and, per batch, last offset and running max timestamp.
-
-    Stored in compact arrays so a segment of millions of tiny batches stays small.
-    """
-
-    def __init__(self) -> None:
-        from array import array
-
-        self.pos = array("q")
-        self.last = array("q")
-        self.maxts = array("q")
-
-    def add(self, position: int, last_offset: int, running_max_ts: int) -> None:
-        self.pos.append(position)
-        self.last.append(last_offset)
-        self.maxts.append(running_max_ts)
-
-    def find_position(self, position: int) -> int:
-        """Index of the batch starting at ``position``, or -1."""
-        from bisect import bisect_left
-
-        i = bisect_left(self.pos, position)
-        return i if i < len(self.pos) and self.pos[i] == position else -1
-
-    def first_at_or_after(self, position: int) -> int:
-        from bisect import bisect_left
-
-        return bisect_left(self.pos, position)
-
-    def find_last_offset(self, offset: int) -> int:
-        """Index of the first batch whose last offset is >= ``offset`` (last offsets increase), or len."""
-        from bisect import bisect_left
-
-        return bisect_left(self.last, offset)
+def _wanted(path: str, base: int, facts: _SegmentFacts) -> None:
+    """Read the positions and offsets the segment's index files refer to."""
+    prefix = os.path.join(os.path.dirname(path), os.path.basename(path).split(".", 1)[0])
+    try:
+        for offset, position in idx.read_offset_index(prefix + ".index", base).iter_absolute():
+            facts.wanted_positions.add(position)
+            facts.wanted_offsets.add(offset)
+    except OSError:
+        pass
+    try:
+        for _ts, offset in idx.read_time_index(prefix + ".timeindex", base).iter_absolute():
+            facts.wanted_offsets.add(offset)
+    except OSError:
+        pass
 
 
 def verify_paths(paths: Iterable[str], opts: VerifyOptions, on_bytes=None) -> Iterator[Finding | FileSummary]:
@@ -326,7 +314,13 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
     prefix = name.split(".", 1)[0]
     if base is not None and t.partition is not None and f"{prefix}.index" not in present:
         findings.append(Finding(path, None, None, "index_missing", f"{prefix}.index is missing: the broker will recover (rebuild and truncate) this segment at start"))
-    facts = _SegmentFacts(base or 0, size, 0, _Positions(), {}, set())
+    facts = _SegmentFacts(base or 0, size)
+    if base is not None:
+        _wanted(path, base, facts)
+    wanted_positions = facts.wanted_positions
+    wanted_offsets = facts.wanted_offsets
+    at_position = facts.at_position
+    by_last_offset = facts.by_last_offset
     batches = 0
     good = 0
     bad_regions: list[tuple[int, int]] = []  # (finding index, good batches before it)
@@ -347,7 +341,12 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
                         max_ts = batch.max_timestamp
                 elif len(findings) > before:
                     bad_regions.append((before, good))
-                facts.batch_starts.add(batch.position, batch.last_offset, max_ts)
+                if wanted_positions and batch.position in wanted_positions:
+                    at_position[batch.position] = batch.last_offset
+                if wanted_offsets:
+                    lo = batch.last_offset
+                    if lo in wanted_offsets:
+                        by_last_offset[lo] = (batch.position, max_ts)
                 batches += 1
                 if batches & 255 == 0:
                     if opts.max_rate:
@@ -709,7 +708,6 @@ def _check_offset_index(path: str, facts: _SegmentFacts, out: list[Finding], opt
                 break
     if real < len(entries):
         out.append(Finding(path, real * 8, (len(entries) - real) * 8, "preallocated_index_tail", f"{len(entries) - real} zero-filled preallocated slots after {real} entries"))
-    starts = facts.batch_starts
     prev = None
     for i, (offset, position) in enumerate(entries[:real]):
         where = i * 8
@@ -719,16 +717,16 @@ def _check_offset_index(path: str, facts: _SegmentFacts, out: list[Finding], opt
         if position >= facts.valid_end or position >= facts.size:
             out.append(Finding(path, where, 8, "index_entry_past_end", f"entry {i} (offset {offset}) points at position {position}, past the last valid batch (log ends at {facts.valid_end})", f"< {facts.valid_end}", position))
             continue
-        j = starts.find_position(position)
-        if j < 0:
+        batch_last = facts.at_position.get(position)
+        if batch_last is None:
             out.append(Finding(path, where, 8, "index_entry_not_batch_start", f"entry {i} (offset {offset}) points at position {position}, which is not a batch start", "a batch start", position))
             continue
-        if starts.last[j] != offset:
+        if batch_last != offset:
             # follower appends index the first batch's position with the chunk's last offset (§17 E.42)
-            k = starts.find_last_offset(offset)
-            if k < len(starts.last) and starts.last[k] == offset and k > j:
+            later = facts.by_last_offset.get(offset)
+            if later is not None and later[0] > position:
                 continue
-            out.append(Finding(path, where, 8, "index_offset_mismatch", f"entry {i} says offset {offset} at position {position}, the batch there ends at {starts.last[j]}", starts.last[j], offset))
+            out.append(Finding(path, where, 8, "index_offset_mismatch", f"entry {i} says offset {offset} at position {position}, the batch there ends at {batch_last}", batch_last, offset))
 
 
 def _check_time_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> None:
@@ -745,22 +743,21 @@ def _check_time_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> No
             break
     if real < len(entries):
         out.append(Finding(path, real * 12, (len(entries) - real) * 12, "preallocated_index_tail", f"{len(entries) - real} zero-filled preallocated slots after {real} entries"))
-    starts = facts.batch_starts
     prev_ts = prev_off = None
     for i, (ts, offset) in enumerate(entries[:real]):
         where = i * 12
         if prev_ts is not None and (ts <= prev_ts or offset < prev_off):
             out.append(Finding(path, where, 12, "timeindex_not_monotonic", f"entry {i} ({ts}, {offset}) does not follow ({prev_ts}, {prev_off})", f"> ({prev_ts}, {prev_off})", (ts, offset)))
         prev_ts, prev_off = ts, offset
-        k = starts.find_last_offset(offset)
-        if k >= len(starts.last):
-            out.append(Finding(path, where, 12, "timeindex_entry_past_end", f"entry {i} offset {offset} is beyond the log's last offset", f"<= {facts.last_offset}", offset))
+        if facts.last_offset is None or offset > facts.last_offset:
+            out.append(Finding(path, where, 12, "timeindex_entry_past_end", f"entry {i} offset {offset} is beyond the log's last offset {facts.last_offset}", f"<= {facts.last_offset}", offset))
             continue
-        if starts.last[k] != offset:
-            out.append(Finding(path, where, 12, "timeindex_entry_not_found", f"entry {i} offset {offset} is not the last offset of a batch (the batch holding it ends at {starts.last[k]}; brokers <= 3.7 wrote record-level offsets)", starts.last[k], offset))
+        found = facts.by_last_offset.get(offset)
+        if found is None:
+            out.append(Finding(path, where, 12, "timeindex_entry_not_found", f"entry {i} offset {offset} is not the last offset of a batch (brokers <= 3.7 wrote record-level offsets)", "a batch's last offset", offset))
             continue
-        if starts.maxts[k] != ts:
-            out.append(Finding(path, where, 12, "timeindex_timestamp_mismatch", f"entry {i} timestamp {ts} differs from the largest timestamp up to offset {offset}, {starts.maxts[k]}", starts.maxts[k], ts))
+        if found[1] != ts:
+            out.append(Finding(path, where, 12, "timeindex_timestamp_mismatch", f"entry {i} timestamp {ts} differs from the largest timestamp up to offset {offset}, {found[1]}", found[1], ts))
 
 
 def _check_txn_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> None:
