@@ -143,6 +143,8 @@ class VerifyOptions:
     max_rate: float | None = None
     """Read bandwidth cap in bytes per second (None: unlimited)."""
     index_interval_bytes: int = 4096
+    workers: int = 1
+    """Processes a large segment is split across (see :data:`SPLIT_MIN_BYTES`)."""
 
 
 # --------------------------------------------------------------------------- targets
@@ -302,6 +304,65 @@ def _throttle(opts: VerifyOptions, started: float, done: int) -> None:
             time.sleep(ahead)
 
 
+#: A segment at least this large is split across processes when ``VerifyOptions.workers`` > 1.
+SPLIT_MIN_BYTES = 32 << 20
+
+
+class _Scanner:
+    """Walks batches of one segment, running the per-batch checks and keeping the counters
+    that the bad-region accounting and the index checks need."""
+
+    def __init__(self, path: str, base: int | None, opts: VerifyOptions, part: _Partition, facts: _SegmentFacts, findings: list[Finding]) -> None:
+        self.path = path
+        self.base = base
+        self.opts = opts
+        self.part = part
+        self.facts = facts
+        self.findings = findings
+        self.batches = 0
+        self.good = 0
+        self.max_ts = -1
+        self.bad_regions: list[tuple[int, int]] = []  # (finding index, good batches before it)
+        self.reported = 0
+        self.started = time.monotonic()
+
+    def run(self, walker: SegmentWalker) -> None:
+        path, base, opts, part, facts, findings = self.path, self.base, self.opts, self.part, self.facts, self.findings
+        wanted_positions = facts.wanted_positions
+        wanted_offsets = facts.wanted_offsets
+        at_position = facts.at_position
+        by_last_offset = facts.by_last_offset
+        on_bytes = part.on_bytes
+        batches, good, max_ts = self.batches, self.good, self.max_ts
+        bad_regions = self.bad_regions
+        check = _check_batch
+        try:
+            for batch, data in walker:
+                before = len(findings)
+                check(batch, data, path, batches, base, part, facts, findings, opts)
+                if batch[4] == batch[14]:  # crc == computed_crc
+                    good += 1
+                    if batch[8] > max_ts:  # max_timestamp
+                        max_ts = batch[8]
+                elif len(findings) > before:
+                    bad_regions.append((before, good))
+                if wanted_positions and batch[0] in wanted_positions:
+                    at_position[batch[0]] = batch.last_offset
+                if wanted_offsets:
+                    lo = batch.last_offset
+                    if lo in wanted_offsets:
+                        by_last_offset[lo] = (batch[0], max_ts)
+                batches += 1
+                if batches & 255 == 0:
+                    if opts.max_rate:
+                        _throttle(opts, self.started, batch.end - walker.start + self.reported)
+                    if on_bytes is not None:
+                        on_bytes(batch.end - self.reported)
+                        self.reported = batch.end
+        finally:
+            self.batches, self.good, self.max_ts = batches, good, max_ts
+
+
 def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[str]) -> Iterator[Finding | FileSummary]:
     path = t.path
     name = os.path.basename(path)
@@ -317,43 +378,14 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
     facts = _SegmentFacts(base or 0, size)
     if base is not None:
         _wanted(path, base, facts)
-    wanted_positions = facts.wanted_positions
-    wanted_offsets = facts.wanted_offsets
-    at_position = facts.at_position
-    by_last_offset = facts.by_last_offset
-    batches = 0
-    good = 0
-    bad_regions: list[tuple[int, int]] = []  # (finding index, good batches before it)
+    scan = _Scanner(path, base, opts, part, facts, findings)
     pos = 0
-    started = time.monotonic()
-    max_ts = -1
-    on_bytes = part.on_bytes
-    reported = 0
-    while True:
+    if opts.workers > 1 and size >= SPLIT_MIN_BYTES and not opts.max_rate:
+        pos = _scan_chunks(scan, size)
+    while pos < size:
         walker = SegmentWalker(path, start=pos, end=size)
         with walker:
-            for batch, data in walker:
-                before = len(findings)
-                _check_batch(batch, data, path, batches, base, part, facts, findings, opts)
-                if batch.crc == batch.computed_crc:
-                    good += 1
-                    if batch.max_timestamp > max_ts:
-                        max_ts = batch.max_timestamp
-                elif len(findings) > before:
-                    bad_regions.append((before, good))
-                if wanted_positions and batch.position in wanted_positions:
-                    at_position[batch.position] = batch.last_offset
-                if wanted_offsets:
-                    lo = batch.last_offset
-                    if lo in wanted_offsets:
-                        by_last_offset[lo] = (batch.position, max_ts)
-                batches += 1
-                if batches & 255 == 0:
-                    if opts.max_rate:
-                        _throttle(opts, started, batch.end)
-                    if on_bytes is not None:
-                        on_bytes(batch.end - reported)
-                        reported = batch.end
+            scan.run(walker)
         pos = walker.position
         if walker.stop is WalkStop.END:
             break
@@ -373,23 +405,107 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
         if region_kind == "partial_batch":
             region_kind = "invalid_size"
             message = f"the size field at {pos} points past the end of the file, but a valid batch starts at {nxt}"
-        bad_regions.append((len(findings), good))
+        scan.bad_regions.append((len(findings), scan.good))
         findings.append(Finding(path, pos, nxt - pos, region_kind, f"{message}; {nxt - pos} unreadable bytes before the next valid batch at {nxt}"))
         if facts.valid_end == 0:
             facts.valid_end = pos
         pos = nxt
     # how many good batches lie beyond each bad region: data Kafka's recovery would drop
-    for fi, good_before in bad_regions:
-        findings[fi] = findings[fi]._replace(batches_after=good - good_before)
-    if on_bytes is not None:
-        on_bytes(size - reported)
+    for fi, good_before in scan.bad_regions:
+        findings[fi] = findings[fi]._replace(batches_after=scan.good - good_before)
+    if part.on_bytes is not None:
+        part.on_bytes(size - scan.reported)
     if facts.valid_end == 0:
         facts.valid_end = pos
     part.segments[facts.base] = facts
     if facts.last_offset is not None:
         part.log_end = facts.last_offset + 1
     yield from findings
-    yield FileSummary(path, "log", size, batches, len(findings), t.state)
+    yield FileSummary(path, "log", size, scan.batches, len(findings), t.state)
+
+
+def _scan_chunks(scan: _Scanner, size: int) -> int:
+    """Check a large segment in ``opts.workers`` processes, one chunk each.
+
+    Chunks start at the first batch with a valid CRC at or after each split point. A chunk
+    that does not end exactly where the next one starts (damage, or a split point that was
+    not a real batch start) stops the merge there: the caller walks on serially from the
+    returned position, with full resynchronisation.
+    """
+    path, opts = scan.path, scan.opts
+    workers = opts.workers
+    bounds = [0]
+    for i in range(1, workers):
+        b = _resync(path, max(i * size // workers, bounds[-1] + 1), size)
+        if b is None:
+            break
+        bounds.append(b)
+    bounds.append(size)
+    if len(bounds) < 3:
+        return 0
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    facts = scan.facts
+    jobs = [
+        (path, bounds[i], bounds[i + 1], scan.base, opts, facts.wanted_positions, facts.wanted_offsets)
+        for i in range(len(bounds) - 1)
+    ]
+    with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
+        results = list(pool.map(_chunk_worker, jobs))
+    part, findings = scan.part, scan.findings
+    for (_p, start, end, *_rest), r in zip(jobs, results):
+        if not r["clean"]:
+            return start
+        if r["first_offset"] is not None and part.last_offset is not None and r["first_offset"] <= part.last_offset:
+            findings.append(Finding(path, start, None, "offset_not_monotonic", f"first offset {r['first_offset']} is not above the previous batch's last offset {part.last_offset}", scan.batches, r["first_offset"], None, f"> {part.last_offset}", r["first_offset"]))
+        base_index = len(findings)
+        for f in r["findings"]:
+            findings.append(f._replace(batch_index=None if f.batch_index is None else f.batch_index + scan.batches))
+        scan.bad_regions.extend((base_index + fi, scan.good + gb) for fi, gb in r["bad_regions"])
+        for lo, (p, local_max) in r["by_last_offset"].items():
+            facts.by_last_offset[lo] = (p, max(local_max, scan.max_ts))
+        facts.at_position.update(r["at_position"])
+        facts.abort_markers |= r["abort_markers"]
+        for epoch, first in r["epochs"].items():
+            part.epochs.setdefault(epoch, first)
+        if facts.first_offset is None:
+            facts.first_offset = r["first_offset"]
+        if r["last_offset"] is not None:
+            facts.last_offset = r["last_offset"]
+            part.last_offset = r["last_offset"] if part.last_offset is None else max(part.last_offset, r["last_offset"])
+        scan.batches += r["batches"]
+        scan.good += r["good"]
+        scan.max_ts = max(scan.max_ts, r["max_ts"])
+        if part.on_bytes is not None:
+            part.on_bytes(end - start)
+        scan.reported = end
+    return size
+
+
+def _chunk_worker(job) -> dict:
+    path, start, end, base, opts, wanted_positions, wanted_offsets = job
+    part = _Partition()
+    facts = _SegmentFacts(base or 0, os.path.getsize(path), wanted_positions=wanted_positions, wanted_offsets=wanted_offsets)
+    findings: list[Finding] = []
+    scan = _Scanner(path, base, opts, part, facts, findings)
+    walker = SegmentWalker(path, start=start, end=end)
+    with walker:
+        scan.run(walker)
+    return {
+        "clean": walker.stop is WalkStop.END and walker.position == end,
+        "findings": findings,
+        "bad_regions": scan.bad_regions,
+        "batches": scan.batches,
+        "good": scan.good,
+        "max_ts": scan.max_ts,
+        "at_position": facts.at_position,
+        "by_last_offset": facts.by_last_offset,
+        "abort_markers": facts.abort_markers,
+        "epochs": part.epochs,
+        "first_offset": facts.first_offset,
+        "last_offset": facts.last_offset,
+    }
 
 
 def _stop_reason(walker: SegmentWalker, path: str, pos: int, size: int) -> tuple[str, str]:

@@ -46,7 +46,7 @@ def _parse_kinds(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option("--fail-on", callback=_parse_kinds, metavar="KIND,...", help="Only these finding kinds make the exit status 1 (default: every kind but index_missing and preallocated_index_tail).")
 @click.option("--ignore", callback=_parse_kinds, metavar="KIND,...", help="Finding kinds to leave out of the report and the exit status (e.g. trailing_zeros).")
 @click.option("--max-rate", callback=_parse_rate, metavar="RATE", help="Limit read bandwidth, in bytes per second (50M, 1G ...), so a check on a live broker does not hurt it.")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Check partitions in this many processes.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Check partitions in this many processes (for a single partition or file: split its large segments across them).")
 @click.option("--max-decompressed-bytes", type=click.IntRange(1024), default=512 << 20, show_default=True, help="With --deep, a batch that decompresses past this is reported as decompressed_too_large.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary and no progress bar on stderr.")
 def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_bytes, quiet) -> None:
@@ -73,6 +73,9 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
     err_console = Console(stderr=True, highlight=False, markup=False)
     out_console = Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 200)
     groups = expand_targets(paths)
+    if jobs > 1 and len(groups) == 1:
+        # one partition (or one file): split its large segments across the processes instead
+        opts = VerifyOptions(deep=opts.deep, max_decompressed=opts.max_decompressed, max_rate=max_rate, workers=jobs)
     total = sum(
         os.path.getsize(t.path)
         for g in groups
