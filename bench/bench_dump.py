@@ -412,21 +412,19 @@ def _fmt_table(results: list[Result]) -> str:
     return "\n".join(rows)
 
 
-def evaluate_targets(results: list[Result], fixed_kafkatool_s: float) -> list[dict]:
+def evaluate_targets(results: list[Result]) -> list[dict]:
     """The issue's targets, each with the measured value and pass / FAIL / n/a."""
     out: list[dict] = []
     by = {(r.variant, r.mode, r.tool): r for r in results}
     batch = next((r for r in results if r.variant.startswith(TARGET_VARIANT + "-") and r.mode == "batch" and r.tool == "kafkatool"), None)
     if batch is not None:
         full = batch.file_bytes >= 0.9 * GiB
-        # fixed cost (start-up) once, the per-byte part scaled to 1 GiB
-        scaled = fixed_kafkatool_s + max(batch.seconds - fixed_kafkatool_s, 0.0) * GiB / batch.file_bytes
         out.append({
             "target": f"batch-line dump of 1 GiB in < {TARGET_BATCH_SECONDS} s",
             "variant": batch.variant,
             "measured": round(batch.seconds, 3),
             "status": ("pass" if batch.seconds < TARGET_BATCH_SECONDS else "FAIL") if full else "n/a",
-            "note": "" if full else f"file is {batch.file_bytes / MiB:.0f} MiB (scaled to 1 GiB: {scaled:.2f} s)",
+            "note": "" if full else f"file is {batch.file_bytes / MiB:.0f} MiB, not 1 GiB: run the full benchmark for this target",
         })
         out.append({
             "target": f"batch-line dump with flat memory: peak RSS < {TARGET_BATCH_RSS_MIB:.0f} MiB",
@@ -558,7 +556,7 @@ def main(argv: list[str] | None = None) -> int:
                     + (f"  x{r.speedup_vs_peer:.2f}" if r.speedup_vs_peer is not None else "")
                 )
 
-    targets = evaluate_targets(results, fixed["kafkatool"])
+    targets = evaluate_targets(results)
     checks_ok = all(c.ok for c in checks) and (selfcheck is None or selfcheck["ok"])
 
     print()

