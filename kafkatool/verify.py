@@ -83,7 +83,8 @@ KINDS: dict[str, str] = {
     "preallocated_index_tail": "an index file with zero-filled preallocated slots (an unclean shutdown, or a live active segment)",
     "timeindex_sanity_failed": "the .timeindex fails Kafka's sanity check",
     "timeindex_not_monotonic": "time index timestamps or offsets do not strictly increase",
-    "timeindex_entry_not_found": "a time index offset is not the last offset of any batch",
+    "timeindex_entry_not_found": "a time index offset is in no batch at all",
+    "timeindex_record_offset": "a time index offset that is a record inside a batch, as brokers <= 3.7 wrote for uncompressed batches (benign)",
     "timeindex_timestamp_mismatch": "a time index timestamp differs from the largest timestamp up to its batch",
     "timeindex_entry_past_end": "a time index offset is beyond the log's last offset",
     "index_missing": "a segment without its .index (the broker rebuilds it on start)",
@@ -104,7 +105,7 @@ KINDS: dict[str, str] = {
 
 #: Kinds that describe a state rather than damage: reported, but they do not fail a run
 #: unless ``--fail-on`` names them.
-INFO_KINDS = frozenset({"index_missing", "preallocated_index_tail"})
+INFO_KINDS = frozenset({"index_missing", "preallocated_index_tail", "timeindex_record_offset"})
 
 
 class Finding(NamedTuple):
@@ -188,11 +189,21 @@ def expand_targets(paths: Iterable[str]) -> list[list[_Target]]:
             if os.path.isdir(sub) and not os.path.islink(sub):
                 walk_dir(sub)
 
+    loose: dict[str, list[str]] = {}  # directory -> files given by name
     for p in paths:
         if os.path.isdir(p):
             walk_dir(p)
-        else:
-            groups.append([_Target(p, None, None)])
+            continue
+        files = loose.setdefault(os.path.dirname(p), [])
+        if names.file_suffix(os.path.basename(p)) in (".index", ".timeindex", ".txnindex"):
+            # a side file is checked against its segment: walk that too
+            log = str(names.sibling(p, ".log"))
+            if os.path.isfile(log) and log not in files:
+                files.append(log)
+        if p not in files:
+            files.append(p)
+    for files in loose.values():
+        groups.append([_Target(f, None, None) for f in sorted(files, key=lambda f: _order(os.path.basename(f)))])
     return groups
 
 
@@ -240,9 +251,18 @@ class _SegmentFacts:
     """batch start position -> its last offset (for wanted positions)."""
     by_last_offset: dict[int, tuple[int, int]] = field(default_factory=dict)
     """batch last offset -> (position, largest timestamp up to it) (for wanted offsets)."""
+    containing: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    """wanted offset inside a batch -> (position, batch last offset, largest timestamp up to it)."""
+    wanted_sorted: list[int] = field(default_factory=list)
+    open_txns: dict[int, int] = field(default_factory=dict)
+    """producer id -> first offset of its open transaction (seen in this segment)."""
+    expected_aborts: list[tuple[int, int, int]] = field(default_factory=list)
+    """(producer id, first offset, ABORT marker offset) of transactions aborted within this segment."""
     abort_markers: set[tuple[int, int]] = field(default_factory=set)
     """(producer id, offset) of every ABORT marker."""
     first_offset: int | None = None
+    first_last: int | None = None
+    """last offset of the segment's first batch"""
     last_offset: int | None = None
 
 
@@ -260,6 +280,7 @@ def _wanted(path: str, base: int, facts: _SegmentFacts) -> None:
             facts.wanted_offsets.add(offset)
     except OSError:
         pass
+    facts.wanted_sorted = sorted(facts.wanted_offsets)
 
 
 def verify_paths(paths: Iterable[str], opts: VerifyOptions, on_bytes=None) -> Iterator[Finding | FileSummary]:
@@ -267,6 +288,7 @@ def verify_paths(paths: Iterable[str], opts: VerifyOptions, on_bytes=None) -> It
 
     ``on_bytes(n)`` (optional) is called as segment bytes are checked, for progress bars.
     """
+    start_rate_clock()
     for group in expand_targets(paths):
         yield from verify_group(group, opts, on_bytes)
 
@@ -275,7 +297,12 @@ def verify_group(group: list[_Target], opts: VerifyOptions, on_bytes=None) -> It
     """Check the files of one partition directory (or loose files) in segment order."""
     part = _Partition()
     part.on_bytes = on_bytes
-    present = {os.path.basename(t.path) for t in group}
+    present: set[str] = set()
+    for d in {os.path.dirname(t.path) for t in group}:
+        try:
+            present.update(os.listdir(d or "."))
+        except OSError:
+            pass
     # segments first (their facts feed the side-file checks), then everything else
     logs = [t for t in group if names.file_suffix(os.path.basename(t.path)) == ".log"]
     others = [t for t in group if t not in logs]
@@ -296,12 +323,24 @@ def _guard(t: _Target, fn) -> Iterator[Finding | FileSummary]:
 # --------------------------------------------------------------------------- segments
 
 
-def _throttle(opts: VerifyOptions, started: float, done: int) -> None:
-    """Sleep so that ``done`` bytes since ``started`` stay under ``opts.max_rate`` bytes/s."""
-    if opts.max_rate:
-        ahead = done / opts.max_rate - (time.monotonic() - started)
-        if ahead > 0:
-            time.sleep(ahead)
+_RATE_CLOCK = [0.0, 0]  # [start time, bytes read] of this process's run
+
+
+def start_rate_clock() -> None:
+    """Start the --max-rate clock of a run (called once per run, before its first group)."""
+    _RATE_CLOCK[0] = time.monotonic()
+    _RATE_CLOCK[1] = 0
+
+
+def _throttle(rate: float, nbytes: int) -> None:
+    """Account ``nbytes`` read and sleep so the run stays under ``rate`` bytes/s (--max-rate)."""
+    clock = _RATE_CLOCK
+    if clock[0] == 0.0:
+        clock[0] = time.monotonic()
+    clock[1] += nbytes
+    ahead = clock[1] / rate - (time.monotonic() - clock[0])
+    if ahead > 0.005:
+        time.sleep(ahead)
 
 
 #: A segment at least this large is split across processes when ``VerifyOptions.workers`` > 1.
@@ -324,7 +363,7 @@ class _Scanner:
         self.max_ts = -1
         self.bad_regions: list[tuple[int, int]] = []  # (finding index, good batches before it)
         self.reported = 0
-        self.started = time.monotonic()
+        self.wanted_at = 0  # pointer into facts.wanted_sorted
 
     def run(self, walker: SegmentWalker) -> None:
         path, base, opts, part, facts, findings = self.path, self.base, self.opts, self.part, self.facts, self.findings
@@ -336,6 +375,11 @@ class _Scanner:
         batches, good, max_ts = self.batches, self.good, self.max_ts
         bad_regions = self.bad_regions
         check = _check_batch
+        containing = facts.containing
+        wanted_sorted = facts.wanted_sorted
+        nwanted = len(wanted_sorted)
+        wi = self.wanted_at
+        rate = opts.max_rate
         try:
             for batch, data in walker:
                 before = len(findings)
@@ -352,15 +396,23 @@ class _Scanner:
                     lo = batch.last_offset
                     if lo in wanted_offsets:
                         by_last_offset[lo] = (batch[0], max_ts)
+                    # offsets the indexes name inside a batch (not its last): old brokers' time entries
+                    first = batch[2] if batch[3] >= 2 else lo
+                    while wi < nwanted and wanted_sorted[wi] < first:
+                        wi += 1
+                    while wi < nwanted and wanted_sorted[wi] <= lo:
+                        if wanted_sorted[wi] != lo:
+                            containing[wanted_sorted[wi]] = (batch[0], lo, max_ts)
+                        wi += 1
                 batches += 1
-                if batches & 255 == 0:
-                    if opts.max_rate:
-                        _throttle(opts, self.started, batch.end - walker.start + self.reported)
-                    if on_bytes is not None:
-                        on_bytes(batch.end - self.reported)
-                        self.reported = batch.end
+                if rate:
+                    _throttle(rate, batch[1])
+                if batches & 255 == 0 and on_bytes is not None:
+                    on_bytes(batch.end - self.reported)
+                    self.reported = batch.end
         finally:
             self.batches, self.good, self.max_ts = batches, good, max_ts
+            self.wanted_at = wi
 
 
 def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[str]) -> Iterator[Finding | FileSummary]:
@@ -393,6 +445,7 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
         region_kind, message = _stop_reason(walker, path, pos, size)
         nxt = _resync(path, pos + 1, size)
         if nxt is None:
+            scan.bad_regions.append((len(findings), scan.good))
             tail = _read(path, pos, size - pos)
             if not tail.strip(b"\x00"):
                 findings.append(Finding(path, pos, size - pos, "trailing_zeros", f"{size - pos} zero bytes after the last batch (preallocated or never written)"))
@@ -417,6 +470,9 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
         part.on_bytes(size - scan.reported)
     if facts.valid_end == 0:
         facts.valid_end = pos
+    if facts.expected_aborts and t.partition is not None and f"{prefix}.txnindex" not in present:
+        for pid, began, marker in facts.expected_aborts:
+            findings.append(Finding(path, None, None, "txnindex_missing_entry", f"producer {pid}'s transaction {began}..{marker} was aborted in this segment but {prefix}.txnindex does not exist", expected=(pid, began, marker), found=None))
     part.segments[facts.base] = facts
     if facts.last_offset is not None:
         part.log_end = facts.last_offset + 1
@@ -458,13 +514,15 @@ def _scan_chunks(scan: _Scanner, size: int) -> int:
         if not r["clean"]:
             return start
         if r["first_offset"] is not None and part.last_offset is not None and r["first_offset"] <= part.last_offset:
-            findings.append(Finding(path, start, None, "offset_not_monotonic", f"first offset {r['first_offset']} is not above the previous batch's last offset {part.last_offset}", scan.batches, r["first_offset"], None, f"> {part.last_offset}", r["first_offset"]))
+            findings.append(Finding(path, start, 8, "offset_not_monotonic", f"first offset {r['first_offset']} is not above the previous batch's last offset {part.last_offset}", scan.batches, r["first_offset"], r["first_last"], f"> {part.last_offset}", r["first_offset"]))
         base_index = len(findings)
         for f in r["findings"]:
             findings.append(f._replace(batch_index=None if f.batch_index is None else f.batch_index + scan.batches))
         scan.bad_regions.extend((base_index + fi, scan.good + gb) for fi, gb in r["bad_regions"])
         for lo, (p, local_max) in r["by_last_offset"].items():
             facts.by_last_offset[lo] = (p, max(local_max, scan.max_ts))
+        for o, (p, lo, local_max) in r["containing"].items():
+            facts.containing[o] = (p, lo, max(local_max, scan.max_ts))
         facts.at_position.update(r["at_position"])
         facts.abort_markers |= r["abort_markers"]
         for epoch, first in r["epochs"].items():
@@ -486,7 +544,10 @@ def _scan_chunks(scan: _Scanner, size: int) -> int:
 def _chunk_worker(job) -> dict:
     path, start, end, base, opts, wanted_positions, wanted_offsets = job
     part = _Partition()
-    facts = _SegmentFacts(base or 0, os.path.getsize(path), wanted_positions=wanted_positions, wanted_offsets=wanted_offsets)
+    facts = _SegmentFacts(
+        base or 0, os.path.getsize(path), wanted_positions=wanted_positions, wanted_offsets=wanted_offsets,
+        wanted_sorted=sorted(wanted_offsets),
+    )
     findings: list[Finding] = []
     scan = _Scanner(path, base, opts, part, facts, findings)
     walker = SegmentWalker(path, start=start, end=end)
@@ -504,14 +565,16 @@ def _chunk_worker(job) -> dict:
         "abort_markers": facts.abort_markers,
         "epochs": part.epochs,
         "first_offset": facts.first_offset,
+        "first_last": facts.first_last,
         "last_offset": facts.last_offset,
+        "containing": facts.containing,
     }
 
 
 def _stop_reason(walker: SegmentWalker, path: str, pos: int, size: int) -> tuple[str, str]:
     if walker.stop is WalkStop.ERROR and walker.error is not None:
         msg = walker.error.message
-        if "magic" in msg.lower():
+        if msg.startswith("Invalid magic used in LegacyRecord"):
             return "unknown_magic", msg
         return "invalid_size", msg
     header = _read(path, pos, 12)
@@ -592,11 +655,17 @@ class _Adder:
 
     def __call__(self, kind: str, message: str, expected=None, found=None, position=None, length=None) -> None:
         b = self.b
+        if position is None:
+            position = b.position
+        elif position >= b.position + b.size:  # e.g. "premature EOF": the batch's last byte
+            position = b.position + b.size - 1
+        if length is None:  # to the end of the batch: a finding never runs past its batch
+            length = max(1, b.position + b.size - position)
         self.out.append(
             Finding(
                 self.path,
-                b.position if position is None else position,
-                b.size if length is None else length,
+                position,
+                length,
                 kind,
                 message,
                 self.index,
@@ -667,12 +736,17 @@ def _check_batch(
     if base is not None:
         if first < base and (magic >= 2 or not codec):
             add("offset_below_base", f"offset {first} below the segment base offset {base}", f">= {base}", first, pos, 8)
+        elif magic < 2 and codec and last < base:  # a wrapper's entry offset is its last inner offset
+            add("offset_below_base", f"wrapper offset {last} below the segment base offset {base}", f">= {base}", last, pos, 8)
         elif last - base > INT32_MAX:
             add("offset_overflow", f"offset {last} is more than 2^31-1 above the segment base offset {base}", f"<= {base + INT32_MAX}", last, pos, 8)
     part.last_offset = last if prev is None else max(prev, last)
     if facts.first_offset is None:
         facts.first_offset = first
+        facts.first_last = last
     facts.last_offset = last
+    if magic >= 2 and b.is_transactional and not b.is_control and b.producer_id >= 0:
+        facts.open_txns.setdefault(b.producer_id, first)
     if b.is_control and magic >= 2 and data is not None and b.count > 0:
         try:
             records = decode_batch_records(b, data, max_decompressed=opts.max_decompressed)
@@ -680,6 +754,10 @@ def _check_batch(
                 _v, type_id = decode_control_key(r.key)
                 if type_id == ControlType.ABORT:
                     facts.abort_markers.add((b.producer_id, r.offset))
+                if type_id in (ControlType.ABORT, ControlType.COMMIT):
+                    began = facts.open_txns.pop(b.producer_id, None)
+                    if type_id == ControlType.ABORT and began is not None:
+                        facts.expected_aborts.append((b.producer_id, began, r.offset))
                 if type_id in (ControlType.ABORT, ControlType.COMMIT) and not b.is_transactional:
                     # transaction markers live in transactional control batches (KRaft's do not)
                     add("control_not_transactional", f"a {'ABORT' if type_id == 0 else 'COMMIT'} marker in a control batch without the transactional flag", "attributes & 0x10", b.attributes, pos + 21, 2)
@@ -748,7 +826,8 @@ def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts
                 add("record_offset_invalid", f"inner message offsets not increasing ({prev_off} then {r.offset})")
                 break
             prev_off = r.offset
-        if b.attributes & 0x07 and records and records[-1].offset != b.offset:
+        if b.attributes & 0x07 and records and records[-1].offset != b.offset and b.offset != 0:
+            # (a wrapper offset of 0 is the librdkafka quirk Kafka accepts, §17 C.25)
             add("invalid_wrapper", f"wrapper offset {b.offset} is not its last inner offset {records[-1].offset}", expected=records[-1].offset, found=b.offset)
 
 
@@ -808,72 +887,82 @@ def _verify_other(t: _Target, opts: VerifyOptions, part: _Partition, present: se
     yield FileSummary(path, label, size, 0, len(findings), t.state)
 
 
+def _real_entries(data: bytes, entry_size: int) -> int:
+    """Entries before the zero-filled preallocated tail (every slot after them all zeros)."""
+    whole = len(data) - len(data) % entry_size
+    used = len(data[:whole].rstrip(b"\x00"))
+    return -(-used // entry_size)
+
+
 def _check_offset_index(path: str, facts: _SegmentFacts, out: list[Finding], opts: VerifyOptions) -> None:
     index = idx.read_offset_index(path, facts.base)
+    entries = list(index.iter_absolute())
+    real = _real_entries(index.data, idx.OFFSET_ENTRY_SIZE)
+    # Kafka's sanity check, on the entries a broker wrote (a live or crashed broker's index
+    # keeps its preallocated zero tail: that is a state, reported below, not damage)
+    checked = index if real == len(entries) else idx.decode_offset_index(index.data[: real * 8], facts.base, path)
     try:
-        idx.sanity_check_offset_index(index, path=path)
+        idx.sanity_check_offset_index(checked, path=path)
     except KafkaToolError as e:
         out.append(Finding(path, 0, index.file_length, "index_sanity_failed", e.message))
-    entries = list(index.iter_absolute())
-    # zero-filled preallocated slots: every entry i > 0 with relative offset 0 to the end
-    real = len(entries)
-    for i in range(1, len(entries)):
-        if entries[i][0] == facts.base and entries[i][1] == 0:
-            if all(e == (facts.base, 0) for e in entries[i:]):
-                real = i
-                break
     if real < len(entries):
         out.append(Finding(path, real * 8, (len(entries) - real) * 8, "preallocated_index_tail", f"{len(entries) - real} zero-filled preallocated slots after {real} entries"))
     prev = None
     for i, (offset, position) in enumerate(entries[:real]):
         where = i * 8
         if prev is not None and offset <= prev:
-            out.append(Finding(path, where, 8, "index_not_monotonic", f"entry {i} offset {offset} is not above the previous {prev}", f"> {prev}", offset))
+            out.append(Finding(path, where, 8, "index_not_monotonic", f"entry {i} offset {offset} is not above the previous {prev}", expected=f"> {prev}", found=offset))
         prev = offset
         if position >= facts.valid_end or position >= facts.size:
-            out.append(Finding(path, where, 8, "index_entry_past_end", f"entry {i} (offset {offset}) points at position {position}, past the last valid batch (log ends at {facts.valid_end})", f"< {facts.valid_end}", position))
+            out.append(Finding(path, where, 8, "index_entry_past_end", f"entry {i} (offset {offset}) points at position {position}, past the last valid batch (log ends at {facts.valid_end})", expected=f"< {facts.valid_end}", found=position))
             continue
         batch_last = facts.at_position.get(position)
         if batch_last is None:
-            out.append(Finding(path, where, 8, "index_entry_not_batch_start", f"entry {i} (offset {offset}) points at position {position}, which is not a batch start", "a batch start", position))
+            out.append(Finding(path, where, 8, "index_entry_not_batch_start", f"entry {i} (offset {offset}) points at position {position}, which is not a batch start", expected="a batch start", found=position))
             continue
         if batch_last != offset:
             # follower appends index the first batch's position with the chunk's last offset (§17 E.42)
             later = facts.by_last_offset.get(offset)
             if later is not None and later[0] > position:
                 continue
-            out.append(Finding(path, where, 8, "index_offset_mismatch", f"entry {i} says offset {offset} at position {position}, the batch there ends at {batch_last}", batch_last, offset))
+            out.append(Finding(path, where, 8, "index_offset_mismatch", f"entry {i} says offset {offset} at position {position}, the batch there ends at {batch_last}", expected=batch_last, found=offset))
 
 
 def _check_time_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> None:
     tindex = idx.read_time_index(path, facts.base)
+    entries = list(tindex.iter_absolute())
+    real = _real_entries(tindex.data, idx.TIME_ENTRY_SIZE)
+    # an untrimmed time index always fails Kafka's check (last timestamp 0, §8.4); the broker
+    # has not run it since 2.3, so only the entries before the zero tail are checked
+    checked = tindex if real == len(entries) else idx.decode_time_index(tindex.data[: real * 12], facts.base, path)
     try:
-        idx.sanity_check_time_index(tindex, path=path)
+        idx.sanity_check_time_index(checked, path=path)
     except KafkaToolError as e:
         out.append(Finding(path, 0, tindex.file_length, "timeindex_sanity_failed", e.message))
-    entries = list(tindex.iter_absolute())
-    real = len(entries)
-    for i in range(1, len(entries)):
-        if entries[i] == (0, facts.base) and all(e == (0, facts.base) for e in entries[i:]):
-            real = i
-            break
     if real < len(entries):
         out.append(Finding(path, real * 12, (len(entries) - real) * 12, "preallocated_index_tail", f"{len(entries) - real} zero-filled preallocated slots after {real} entries"))
     prev_ts = prev_off = None
     for i, (ts, offset) in enumerate(entries[:real]):
         where = i * 12
         if prev_ts is not None and (ts <= prev_ts or offset < prev_off):
-            out.append(Finding(path, where, 12, "timeindex_not_monotonic", f"entry {i} ({ts}, {offset}) does not follow ({prev_ts}, {prev_off})", f"> ({prev_ts}, {prev_off})", (ts, offset)))
+            out.append(Finding(path, where, 12, "timeindex_not_monotonic", f"entry {i} ({ts}, {offset}) does not follow ({prev_ts}, {prev_off})", expected=f"> ({prev_ts}, {prev_off})", found=(ts, offset)))
         prev_ts, prev_off = ts, offset
         if facts.last_offset is None or offset > facts.last_offset:
-            out.append(Finding(path, where, 12, "timeindex_entry_past_end", f"entry {i} offset {offset} is beyond the log's last offset {facts.last_offset}", f"<= {facts.last_offset}", offset))
+            out.append(Finding(path, where, 12, "timeindex_entry_past_end", f"entry {i} offset {offset} is beyond the log's last offset {facts.last_offset}", expected=f"<= {facts.last_offset}", found=offset))
             continue
         found = facts.by_last_offset.get(offset)
         if found is None:
-            out.append(Finding(path, where, 12, "timeindex_entry_not_found", f"entry {i} offset {offset} is not the last offset of a batch (brokers <= 3.7 wrote record-level offsets)", "a batch's last offset", offset))
+            inside = facts.containing.get(offset)
+            if inside is not None:
+                # brokers <= 3.7 indexed the max-timestamp record itself (§17 E.43): benign
+                out.append(Finding(path, where, 12, "timeindex_record_offset", f"entry {i} offset {offset} is a record inside the batch ending at {inside[1]} (written by a broker <= 3.7)", expected=inside[1], found=offset))
+                if inside[2] != ts:
+                    out.append(Finding(path, where, 12, "timeindex_timestamp_mismatch", f"entry {i} timestamp {ts} differs from the largest timestamp up to the batch holding offset {offset}, {inside[2]}", expected=inside[2], found=ts))
+                continue
+            out.append(Finding(path, where, 12, "timeindex_entry_not_found", f"entry {i} offset {offset} is not in any batch", expected="a batch's last offset", found=offset))
             continue
         if found[1] != ts:
-            out.append(Finding(path, where, 12, "timeindex_timestamp_mismatch", f"entry {i} timestamp {ts} differs from the largest timestamp up to offset {offset}, {found[1]}", found[1], ts))
+            out.append(Finding(path, where, 12, "timeindex_timestamp_mismatch", f"entry {i} timestamp {ts} differs from the largest timestamp up to offset {offset}, {found[1]}", expected=found[1], found=ts))
 
 
 def _check_txn_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> None:
@@ -889,9 +978,13 @@ def _check_txn_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> Non
     for i, e in enumerate(entries):
         where = i * 34
         if e.last_offset < facts.base:
-            out.append(Finding(path, where, 34, "txnindex_below_base", f"entry {i} lastOffset {e.last_offset} is below the segment base {facts.base}", f">= {facts.base}", e.last_offset))
+            out.append(Finding(path, where, 34, "txnindex_below_base", f"entry {i} lastOffset {e.last_offset} is below the segment base {facts.base}", expected=f">= {facts.base}", found=e.last_offset))
         elif (e.producer_id, e.last_offset) not in facts.abort_markers:
-            out.append(Finding(path, where, 34, "txnindex_no_abort_marker", f"entry {i}: no ABORT marker of producer {e.producer_id} at offset {e.last_offset}", "an ABORT marker", e.last_offset))
+            out.append(Finding(path, where, 34, "txnindex_no_abort_marker", f"entry {i}: no ABORT marker of producer {e.producer_id} at offset {e.last_offset}", expected="an ABORT marker", found=e.last_offset))
+    listed = {(e.producer_id, e.last_offset) for e in entries}
+    for pid, began, marker in facts.expected_aborts:
+        if (pid, marker) not in listed:
+            out.append(Finding(path, None, None, "txnindex_missing_entry", f"producer {pid}'s transaction {began}..{marker} was aborted in this segment but has no entry", expected=(pid, began, marker), found=None))
 
 
 def _check_snapshot(path: str, part: _Partition, out: list[Finding]) -> None:
@@ -902,13 +995,13 @@ def _check_snapshot(path: str, part: _Partition, out: list[Finding]) -> None:
         out.append(Finding(path, e.position, None, "snapshot_invalid", e.message))
         return
     if not s.crc_valid:
-        out.append(Finding(path, 2, 4, "snapshot_crc_mismatch", f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {s.crc}. Computed crc: {s.computed_crc}", s.computed_crc, s.crc))
+        out.append(Finding(path, 2, 4, "snapshot_crc_mismatch", f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {s.crc}. Computed crc: {s.computed_crc}", expected=s.computed_crc, found=s.crc))
     try:
         at = names.parse_base_offset(name)
     except KafkaToolError:
         return
     if part.log_end is not None and at > part.log_end:
-        out.append(Finding(path, None, None, "snapshot_beyond_log_end", f"snapshot at offset {at} is above the log end offset {part.log_end} (the broker deletes it)", f"<= {part.log_end}", at))
+        out.append(Finding(path, None, None, "snapshot_beyond_log_end", f"snapshot at offset {at} is above the log end offset {part.log_end} (the broker deletes it)", expected=f"<= {part.log_end}", found=at))
 
 
 def _check_leader_epochs(path: str, part: _Partition, out: list[Finding]) -> None:
@@ -924,8 +1017,8 @@ def _check_leader_epochs(path: str, part: _Partition, out: list[Finding]) -> Non
         prev = e
         seen = part.epochs.get(e.epoch)
         if seen is not None and seen != e.start_offset and e.start_offset >= min(part.epochs.values()):
-            out.append(Finding(path, None, None, "leader_epoch_mismatch", f"epoch {e.epoch} starts at offset {e.start_offset} in the checkpoint, but its first batch in the log is at {seen}", seen, e.start_offset))
+            out.append(Finding(path, None, None, "leader_epoch_mismatch", f"epoch {e.epoch} starts at offset {e.start_offset} in the checkpoint, but its first batch in the log is at {seen}", expected=seen, found=e.start_offset))
     known = {e.epoch for e in entries}
     for epoch, first in sorted(part.epochs.items()):
         if epoch not in known and entries and epoch > entries[0].epoch:
-            out.append(Finding(path, None, None, "leader_epoch_mismatch", f"batches carry leader epoch {epoch} (from offset {first}) but the checkpoint has no entry for it", None, epoch))
+            out.append(Finding(path, None, None, "leader_epoch_mismatch", f"batches carry leader epoch {epoch} (from offset {first}) but the checkpoint has no entry for it", expected=None, found=epoch))

@@ -61,7 +61,7 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
     from rich.console import Console
 
     from kafkatool.render import findings as fr
-    from kafkatool.verify import INFO_KINDS, KINDS, FileSummary, Finding, VerifyOptions, expand_targets, verify_group
+    from kafkatool.verify import INFO_KINDS, KINDS, FileSummary, Finding, VerifyOptions, expand_targets, start_rate_clock, verify_group
 
     fail_kinds = fail_on if fail_on is not None else frozenset(KINDS) - INFO_KINDS
     ignored = ignore or frozenset()
@@ -83,6 +83,7 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
         if os.path.basename(t.path).endswith((".log", ".checkpoint")) and os.path.isfile(t.path)
     )
     started = time.monotonic()
+    start_rate_clock()
     findings: list[Finding] = []
     summaries: list[FileSummary] = []
     counts: dict[str, int] = {}
