@@ -240,6 +240,8 @@ def batch_records_buffer(
     codec = batch.attributes & 0x07
     if codec == 0:
         return data, V2_HEADER_SIZE, batch.size
+    if codec > 4:
+        raise InvalidRecordError(f"Unknown compression type id: {codec}", position=ATTRIBUTES_OFFSET + 1)
     try:
         raw = decompress(codec, memoryview(data)[V2_HEADER_SIZE : batch.size], magic=batch.magic, max_output=max_decompressed)
     except CompressionError as e:
