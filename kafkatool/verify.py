@@ -507,8 +507,10 @@ def _scan_chunks(scan: _Scanner, size: int) -> int:
         (path, bounds[i], bounds[i + 1], scan.base, opts, facts.wanted_positions, facts.wanted_offsets)
         for i in range(len(bounds) - 1)
     ]
-    with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("fork")) as pool:
-        results = list(pool.map(_chunk_worker, jobs))
+    # the children take the later chunks; this process checks the first one meanwhile
+    with ProcessPoolExecutor(len(jobs) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
+        later = pool.map(_chunk_worker, jobs[1:])
+        results = [_chunk_worker(jobs[0]), *later]
     part, findings = scan.part, scan.findings
     for (_p, start, end, *_rest), r in zip(jobs, results):
         if not r["clean"]:
