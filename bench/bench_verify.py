@@ -2,8 +2,8 @@
 
 Usage::
 
-    python bench/bench_verify.py --quick        # 64 MiB segments, 1 run: a smoke check (~1 minute)
-    python bench/bench_verify.py                # 1 GiB + 5 x 256 MiB, best of 3 (~5 minutes)
+    python bench/bench_verify.py --quick        # 64 MiB segments, 1 run: a smoke check (~30 s)
+    python bench/bench_verify.py                # 1 GiB + 5 x 256 MiB, best of 3 (~2-3 minutes)
     python bench/bench_verify.py --variants none-16k,none-1rec --runs 5
 
 Every measurement is a whole process (interpreter start, imports, reading, checking,

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple
@@ -595,6 +596,33 @@ def _read(path: str, pos: int, n: int) -> bytes:
 _NONZERO = re.compile(rb"[^\x00]")
 
 
+_RESYNC_MAX_BATCH = 256 << 20
+_LEGACY_LENGTHS = struct.Struct(">i")
+
+
+def _plausible(buf: bytes, i: int, magic: int, size: int, n: int) -> bool:
+    """Whether the header at ``buf[i]`` could be a real entry (checked before its CRC)."""
+    if magic == 2:
+        if i + V2_HEADER_SIZE > n:
+            return True  # cannot tell from this window: let the CRC decide
+        (_b, _l, _ple, _m, _crc, attrs, lod, bts, mts, pid, pepoch, bseq, count) = V2_HEADER.unpack_from(buf, i)
+        return (
+            lod >= 0 and 0 <= count <= lod + 1 and pid >= -1 and pepoch >= -1 and bseq >= -1
+            and mts >= -1 and (bts >= -1 or attrs & 0x40) and not attrs & 0xFF80
+        )
+    # v0/v1: key and value lengths must add up to the message size
+    head = RECORD_OVERHEAD_V1 if magic == 1 else RECORD_OVERHEAD_V0
+    k_at = i + 12 + head - 8
+    if k_at + 4 > n:
+        return True
+    (kl,) = _LEGACY_LENGTHS.unpack_from(buf, k_at)
+    v_at = k_at + 4 + max(kl, 0)
+    if kl < -1 or v_at + 4 > n:
+        return kl >= -1
+    (vl,) = _LEGACY_LENGTHS.unpack_from(buf, v_at)
+    return vl >= -1 and size == head + max(kl, 0) + max(vl, 0)
+
+
 def _resync(path: str, start: int, end: int, chunk: int = 1 << 20) -> int | None:
     """The next position >= start where a complete entry with a valid CRC begins, or None."""
     with open(path, "rb") as f:
@@ -627,6 +655,11 @@ def _resync(path: str, start: int, end: int, chunk: int = 1 << 20) -> int | None
                     i += 1
                     continue
                 if magic == 2 and total < V2_HEADER_SIZE or magic == 1 and size < RECORD_OVERHEAD_V1:
+                    i += 1
+                    continue
+                # cheap plausibility before a CRC: random bytes rarely make a sane header, and a
+                # false candidate with a huge size must not be read and checksummed
+                if total > _RESYNC_MAX_BATCH or not _plausible(buf, i, magic, size, n):
                     i += 1
                     continue
                 if i + total <= n:
