@@ -278,7 +278,6 @@ def _dump_one(path: str, state: _RunState) -> Iterator[object]:
     if path == "":
         yield FileHeader(display, "unknown")
         raise KafkaToolError("empty file name in the file list")
-    K = names.FileKind
     kind = names.classify(name)
     # DumpLogSegments dispatches on the suffix from the last '.' (§15.2); the text
     # checkpoint files (which it cannot read) are recognised by their exact names.

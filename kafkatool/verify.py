@@ -959,19 +959,28 @@ def _real_entries(data: bytes, entry_size: int) -> int:
     return -(-used // entry_size)
 
 
+def _index_entries(path: str, index, entry_size: int, decode, sanity, sanity_kind: str, out: list[Finding]) -> tuple[list, int]:
+    """The entries of an offset or time index and how many precede its zero-filled tail.
+
+    Kafka's sanity check runs on the entries a broker wrote: a live or crashed broker's
+    index keeps its preallocated zero tail (an untrimmed time index always fails the check,
+    §8.4, which the broker has not run since 2.3): that tail is a state, reported as such.
+    """
+    entries = list(index.iter_absolute())
+    real = _real_entries(index.data, entry_size)
+    checked = index if real == len(entries) else decode(index.data[: real * entry_size], index.base_offset, path)
+    try:
+        sanity(checked, path=path)
+    except KafkaToolError as e:
+        out.append(Finding(path, 0, index.file_length, sanity_kind, e.message))
+    if real < len(entries):
+        out.append(Finding(path, real * entry_size, (len(entries) - real) * entry_size, "preallocated_index_tail", f"{len(entries) - real} zero-filled preallocated slots after {real} entries"))
+    return entries, real
+
+
 def _check_offset_index(path: str, facts: _SegmentFacts, out: list[Finding], opts: VerifyOptions) -> None:
     index = idx.read_offset_index(path, facts.base)
-    entries = list(index.iter_absolute())
-    real = _real_entries(index.data, idx.OFFSET_ENTRY_SIZE)
-    # Kafka's sanity check, on the entries a broker wrote (a live or crashed broker's index
-    # keeps its preallocated zero tail: that is a state, reported below, not damage)
-    checked = index if real == len(entries) else idx.decode_offset_index(index.data[: real * 8], facts.base, path)
-    try:
-        idx.sanity_check_offset_index(checked, path=path)
-    except KafkaToolError as e:
-        out.append(Finding(path, 0, index.file_length, "index_sanity_failed", e.message))
-    if real < len(entries):
-        out.append(Finding(path, real * 8, (len(entries) - real) * 8, "preallocated_index_tail", f"{len(entries) - real} zero-filled preallocated slots after {real} entries"))
+    entries, real = _index_entries(path, index, idx.OFFSET_ENTRY_SIZE, idx.decode_offset_index, idx.sanity_check_offset_index, "index_sanity_failed", out)
     prev = None
     for i, (offset, position) in enumerate(entries[:real]):
         where = i * 8
@@ -995,17 +1004,7 @@ def _check_offset_index(path: str, facts: _SegmentFacts, out: list[Finding], opt
 
 def _check_time_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> None:
     tindex = idx.read_time_index(path, facts.base)
-    entries = list(tindex.iter_absolute())
-    real = _real_entries(tindex.data, idx.TIME_ENTRY_SIZE)
-    # an untrimmed time index always fails Kafka's check (last timestamp 0, §8.4); the broker
-    # has not run it since 2.3, so only the entries before the zero tail are checked
-    checked = tindex if real == len(entries) else idx.decode_time_index(tindex.data[: real * 12], facts.base, path)
-    try:
-        idx.sanity_check_time_index(checked, path=path)
-    except KafkaToolError as e:
-        out.append(Finding(path, 0, tindex.file_length, "timeindex_sanity_failed", e.message))
-    if real < len(entries):
-        out.append(Finding(path, real * 12, (len(entries) - real) * 12, "preallocated_index_tail", f"{len(entries) - real} zero-filled preallocated slots after {real} entries"))
+    entries, real = _index_entries(path, tindex, idx.TIME_ENTRY_SIZE, idx.decode_time_index, idx.sanity_check_time_index, "timeindex_sanity_failed", out)
     prev_ts = prev_off = None
     for i, (ts, offset) in enumerate(entries[:real]):
         where = i * 12

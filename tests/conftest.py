@@ -46,6 +46,14 @@ def run(capsys):
     return _run
 
 
+def real_fixture(rel: str) -> Path:
+    """A file under ../shared/fixtures-real, or skip the test when it is not there."""
+    path = REAL / rel
+    if not path.exists():
+        pytest.skip(f"real fixture {rel} is not available")
+    return path
+
+
 @pytest.fixture
 def real():
     """The real broker-written files, or skip when ../shared/fixtures-real is absent."""

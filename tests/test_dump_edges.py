@@ -263,7 +263,6 @@ def test_c30_inner_crc_visible_only_deep(run, seg):
 
 def test_d32_lz4_magic0_header_checksum_either_way(run, seg):
     data = bytearray(encode_legacy(recs(2), magic=0, codec=Codec.LZ4))
-    value_at = len(data) - (struct.unpack(">i", data[len(data) - 0:len(data)] or b"\0\0\0\0")[0] if False else 0)
     r = run("dump", "--deep-iteration", str(seg(bytes(data))))
     assert r.code == 0 and r.out.count("| offset:") == 2
     i = bytes(data).index(bytes.fromhex("04224d186040"))

@@ -4,12 +4,10 @@ exception, a hang or unbounded memory (STYLE.md; h11's discipline)."""
 
 from __future__ import annotations
 
-import os
 import tempfile
 import tracemalloc
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

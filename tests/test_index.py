@@ -30,14 +30,7 @@ from kafkatool.segment.index import (
     sanity_check_time_index,
 )
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures-real"
-
-
-def fixture(rel: str) -> Path:
-    path = FIXTURES / rel
-    if not path.exists():
-        pytest.skip(f"real fixture {rel} is not available")
-    return path
+from conftest import real_fixture as fixture
 
 
 def walk_v2_headers(data: bytes) -> Iterator[tuple[int, int, int, int]]:

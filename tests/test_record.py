@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import zlib
 
 import pytest
 from hypothesis import given, settings

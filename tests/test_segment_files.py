@@ -23,14 +23,7 @@ from kafkatool.segment.files import (
     split_temp_suffix,
 )
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures-real"
-
-
-def fixture(rel: str) -> Path:
-    path = FIXTURES / rel
-    if not path.exists():
-        pytest.skip(f"real fixture {rel} is not available")
-    return path
+from conftest import real_fixture as fixture
 
 
 # ----------------------------------------------------------------------------- numbers

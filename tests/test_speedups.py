@@ -11,13 +11,13 @@ import sys
 import tracemalloc
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkatool.errors import InvalidRecordError
 from kafkatool.record import v2
 from kafkatool.record.v2 import encode_record
-from kafkatool.record.varint import encode_uvarint, encode_varint, encode_varlong
+from kafkatool.record.varint import encode_varint, encode_varlong
 
 try:
     from kafkatool.record import _speedups

@@ -29,14 +29,7 @@ from kafkatool.segment.txnindex import (
     sanity_check_txn_index,
 )
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures-real"
-
-
-def fixture(rel: str) -> Path:
-    path = FIXTURES / rel
-    if not path.exists():
-        pytest.skip(f"real fixture {rel} is not available")
-    return path
+from conftest import real_fixture as fixture
 
 
 # §16.6

@@ -12,7 +12,6 @@ from typing import Callable
 
 from kafkatool import dump as d
 from kafkatool.record.batch import Batch, Record, increment_sequence
-from kafkatool.record.compression import codec_name
 from kafkatool.record.control import control_type_name, kafka_json
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import (
