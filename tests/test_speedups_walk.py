@@ -486,3 +486,20 @@ def test_header_fields(magic, size, prefix):
     struct.pack_into(">i", b, 8, size)
     data = prefix + bytes(b) + b"\x00" * 30
     check(data)
+
+
+def test_gc_tracking():
+    """Batches (no __dict__) are untracked like tuples of ints; a type with a __dict__ is not."""
+    seg = segment(per=1)
+    batches, _, _ = c_walk(seg, 0, len(seg))
+    assert not any(gc.is_tracked(b) for b in batches)
+
+    class WithDict(tuple):
+        pass
+
+    got, _, _ = _speedups.walk_v2(seg, 0, len(seg), 0, WithDict)
+    assert all(type(b) is WithDict and gc.is_tracked(b) for b in got)
+    assert [tuple(b) for b in got] == [tuple(b) for b in batches]
+    got[0].extra = got  # a cycle through the instance dict is collectable
+    del got
+    gc.collect()
