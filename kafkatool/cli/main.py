@@ -31,9 +31,11 @@ def cli() -> None:
 
 def _register() -> None:
     from kafkatool.cli.dump import dump
+    from kafkatool.cli.reindex import reindex
     from kafkatool.cli.verify import verify
 
     cli.add_command(dump)
+    cli.add_command(reindex)
     cli.add_command(verify)
 
 

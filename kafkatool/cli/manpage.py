@@ -520,6 +520,13 @@ def main(argv: list[str] | None = None) -> int:
 
 #: Descriptions of positional arguments (Click arguments carry no help), by command then name.
 ARGUMENT_HELP: dict[str, dict[str, str]] = {
+    "reindex": {
+        "paths": (
+            "Segments (`.log`, or one of its `.index`, `.timeindex`, `.txnindex`), partition directories, "
+            "or whole log dirs, searched recursively. Every `.log` segment found is planned; KRaft "
+            "`.checkpoint` snapshots have no indexes and are skipped."
+        ),
+    },
     "verify": {
         "paths": (
             "Segment or side files, partition directories (`<topic>-<partition>`), or whole log dirs, "
@@ -538,7 +545,11 @@ ARGUMENT_HELP: dict[str, dict[str, str]] = {
 }
 
 #: Extra SEE ALSO entries by command (``name`` for ``name(1)``, or ``name(N)`` as written).
-SEE_ALSO: dict[str, list[str]] = {"dump": ["jq(1)"], "verify": ["kafkatool-dump", "jq(1)"]}
+SEE_ALSO: dict[str, list[str]] = {
+    "dump": ["jq(1)"],
+    "verify": ["kafkatool-dump", "jq(1)"],
+    "reindex": ["kafkatool-verify", "kafkatool-dump", "fcntl(2)", "jq(1)"],
+}
 
 # --------------------------------------------------------------------------- dump
 
@@ -1061,6 +1072,91 @@ _VERIFY_EXAMPLES = _join(
 )
 
 
+# --------------------------------------------------------------------------- reindex
+
+_REINDEX_PLAN = _join(
+    para(
+        "Without `--execute` nothing is written, no lock is taken and no backup is made. For every segment "
+        "that needs a change, `--format text` prints a block on standard output: a header line "
+        "`<segment>: <n> batches, offsets <first>-<last>, <valid> valid bytes of <size>`, then one line per file:"
+    ),
+    tagged([
+        ("unchanged", "The file on disk is byte for byte what recovery would build."),
+        ("rewrite", "`bytes [0, <old size>) replaced by <new size> bytes, <old> -> <new> entries`: the whole file is replaced."),
+        ("create", "The file is missing and will be written."),
+        ("remove", "A `.kafkatool-tmp` or `.kafkatool-journal` file left by an interrupted run; it is deleted."),
+        ("leave", "The `.txnindex` is left unchanged: rebuilding it needs producer state and is not done here."),
+        ("bad tail", "The walk stopped before the end of the `.log` (a CRC mismatch, a size below 14, an offset the index cannot take, a partial batch). The indexes cover only the valid bytes before it, as the broker's recovery would build them; the `.log` is never changed. `kafkatool truncate` removes such a tail."),
+    ]),
+    para(
+        "After `--execute` each block ends with a `done` line. `--format jsonl` prints one `reindex_segment` "
+        "object per segment (every segment, changed or not: `segment`, `base_offset`, `batches`, `first_offset`, "
+        "`last_offset`, `log_size`, `valid_bytes`, `bad_tail`, `files` with `action`, sizes, entry counts and "
+        "sha256 of old and new bytes, `txnindex`, `leftovers`, `needs_changes`, and after `--execute` `written`, "
+        "`removed`, `backup_dir`, `verified`) and a final `reindex_summary` object. A summary goes to standard "
+        "error unless `--quiet`, and a progress bar while standard error is a terminal."
+    ),
+    para(
+        "The rebuild is the broker's (`LogSegment.recover`): for each valid batch, the maximum timestamp is "
+        "updated first; when more than `--index-interval-bytes` have passed since the last indexed batch, an "
+        "offset entry (the batch's last offset, its position) and a time entry are added; at the end the final "
+        "time entry (the segment's maximum timestamp) is added and both files are trimmed to their exact length. "
+        "Use the topic's `index.interval.bytes`. A broker that indexed its segments while appending (one entry "
+        "per produce request) wrote different but equally valid files; reindex then plans a rewrite."
+    ),
+)
+
+_REINDEX_SAFETY = _join(
+    para(
+        "*Lock.* Before writing, reindex opens `<log dir>/.lock` (the partition directory's parent) and takes "
+        "a POSIX record lock with `fcntl`, the kind the broker's `FileChannel.tryLock` takes; an `flock` check "
+        "would not see it. If a live broker holds it, reindex refuses with exit status 2 and changes nothing. "
+        "The lock is held until every segment of the log dir is done. A missing `.lock` is created and locked. "
+        "`--force` skips the check: only for a copy you know is offline."
+    ),
+    para(
+        "*Transitional directories.* Partition directories named `*-delete`, `*-future` or `*-stray` are "
+        "refused (exit status 2) unless `--allow-transitional` is given."
+    ),
+    para(
+        "*Backups.* Every file is copied, and fsynced, into the backup directory before it is replaced. The "
+        "default is `kafkatool-backup-<log dir name>-<UTC time>` beside the log dir: not inside it, because "
+        "the broker takes every directory in a log dir for a partition and refuses other names. The backup "
+        "holds the originals as `<partition dir>/<file name>`, a `MANIFEST.json` (original path, size, sha256, "
+        "and the size and sha256 of what replaced it, or that the file was created) and a `RESTORE.txt`."
+    ),
+    para(
+        "*Atomic replacement.* New files are written beside the old ones as `<name>.kafkatool-tmp` and fsynced; "
+        "a journal `<segment>.kafkatool-journal` is written (the commit point); each file is renamed into place "
+        "and the directory fsynced; the journal is removed. A crash leaves every file under its real name "
+        "complete, either old or new. Between the two renames of one segment a crash can leave a new `.index` "
+        "beside an old `.timeindex` (POSIX has no rename of two files at once); the journal then marks the "
+        "repair as unfinished, and the next run completes it. The broker's loader ignores the "
+        "`.kafkatool-tmp` and `.kafkatool-journal` names; the next run deletes them."
+    ),
+    para(
+        "*Re-verification.* After writing, every file is read back and compared with the plan, and the segment "
+        "is planned again: the new plan must find nothing to change, so a second run is a no-op."
+    ),
+)
+
+_REINDEX_RESTORE = _join(
+    para(
+        "Stop the broker, then run the `cp -p` lines of `RESTORE.txt` (they copy each original back over the "
+        "rebuilt file; `rm -f` lines remove files reindex created where there were none). The whole file can "
+        "be run with a shell:"
+    ),
+    example("sh -e /var/lib/kafka/kafkatool-backup-data-20250101T120000000000Z/RESTORE.txt"),
+    para("Check the restored files against `MANIFEST.json` (its `sha256` fields) with `sha256sum`."),
+)
+
+_REINDEX_EXAMPLES = _join(
+    example("kafkatool reindex /var/lib/kafka/data/orders-3", "See what would change (exit status 1 if anything):"),
+    example("kafkatool reindex --execute --index-interval-bytes 4096 /var/lib/kafka/data", "With the broker stopped, rebuild every index of a log dir:"),
+    example("kafkatool reindex --format jsonl /data/orders-3 | jq 'select(.type==\"reindex_segment\" and .needs_changes) | .segment'", "For a script:"),
+)
+
+
 #: Hand-written sections per command (key: the command name; for nested groups, "group sub").
 #: Each body is roff text, or a callable that takes the Click command and returns roff.
 EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
@@ -1079,6 +1175,13 @@ EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
         ("OUTPUT", _VERIFY_OUTPUT),
         ("EXIT STATUS", lambda command: exit_status({0: "No failing findings.", 1: "Findings of the kinds that fail the check (see `--fail-on`).", 2: "Bad usage (an unknown kind, a missing path) or an I/O error."})),
         ("EXAMPLES", _VERIFY_EXAMPLES),
+    ],
+    "reindex": [
+        ("PLAN OUTPUT", _REINDEX_PLAN),
+        ("SAFETY", _REINDEX_SAFETY),
+        ("RESTORING FROM THE BACKUP", _REINDEX_RESTORE),
+        ("EXIT STATUS", lambda command: exit_status({0: "Nothing to change (dry run), or the changes were applied and re-verified.", 1: "Dry run: changes are needed.", 2: "Bad usage, an I/O error, or a refusal: a live broker holds the log dir, or a transitional directory without `--allow-transitional`."})),
+        ("EXAMPLES", _REINDEX_EXAMPLES),
     ],
 }
 
