@@ -657,6 +657,34 @@ def _plausible(buf: bytes, i: int, magic: int, size: int, n: int) -> bool:
     return vl >= -1 and size == head + max(kl, 0) + max(vl, 0)
 
 
+def _next_header_plausible(f, at: int, end: int) -> bool:
+    """A real entry is followed by the end of the data or by another entry's header."""
+    if end - at <= 17:
+        return True
+    f.seek(at)
+    head = f.read(17)
+    size = int.from_bytes(head[8:12], "big", signed=True)
+    return len(head) == 17 and head[16] <= 2 and size >= RECORD_OVERHEAD_V0
+
+
+def _crc_at(f, buf: bytes, i: int, n: int, p: int, total: int, magic: int) -> int:
+    """The CRC of the candidate entry at file position ``p`` (streamed: memory stays flat)."""
+    start = 21 if magic == 2 else 16
+    fn = crc32c if magic == 2 else crc32
+    if i + total <= n:
+        return fn(memoryview(buf)[i + start : i + total])
+    f.seek(p + start)
+    left = total - start
+    value = 0
+    while left > 0:
+        piece = f.read(min(1 << 20, left))
+        if not piece:
+            return -1
+        value = fn(piece, value)
+        left -= len(piece)
+    return value
+
+
 def _resync(path: str, start: int, end: int, chunk: int = 1 << 20) -> int | None:
     """The next position >= start where a complete entry with a valid CRC begins, or None."""
     with open(path, "rb") as f:
@@ -696,15 +724,11 @@ def _resync(path: str, start: int, end: int, chunk: int = 1 << 20) -> int | None
                 if total > _RESYNC_MAX_BATCH or not _plausible(buf, i, magic, size, n):
                     i += 1
                     continue
-                if i + total <= n:
-                    body = buf[i : i + total]
-                else:
-                    f.seek(p)
-                    body = f.read(total)
-                    f.seek(pos + n)
-                stored = int.from_bytes(body[17:21] if magic == 2 else body[12:16], "big")
-                computed = crc32c(memoryview(body)[21:]) if magic == 2 else crc32(memoryview(body)[16:])
-                if stored == computed:
+                if not _next_header_plausible(f, p + total, end):
+                    i += 1
+                    continue
+                stored = int.from_bytes(buf[i + 17 : i + 21] if magic == 2 else buf[i + 12 : i + 16], "big")
+                if _crc_at(f, buf, i, n, p, total, magic) == stored:
                     return p
                 i += 1
             pos += max(i, 1)
