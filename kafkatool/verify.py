@@ -782,40 +782,9 @@ def _check_batch(
     opts: VerifyOptions,
 ) -> None:
     """The per-batch checks; findings are appended to ``out``."""
-    # The common case first: a healthy v2 data batch, checked field by field from the tuple
-    # (this runs once per batch of every segment checked).
-    (pos, _size, first, magic, crc, attrs, lod, bts, mts, pid, pepoch, bseq, count, ple, computed) = b
+    # (_Scanner.run handles healthy v2 data batches inline; everything else comes here)
+    pos, first, magic = b.position, b.offset, b.magic
     prev = part.last_offset
-    last = first + lod
-    if (
-        magic == 2
-        and crc == computed
-        and not attrs & 0x20  # not control
-        and attrs & 0x07 <= 4
-        and lod >= 0
-        and 0 <= count <= lod + 1
-        and bts >= -1
-        and mts >= -1
-        and (attrs & 0x48 or count == 0 or mts >= bts)
-        and pid >= -1
-        and pepoch >= -1
-        and bseq >= -1
-        and (pid >= 0 or not attrs & 0x10)
-        and (prev is None or first > prev)
-        and (base is None or (first >= base and last - base <= INT32_MAX))
-    ):
-        if ple >= 0 and ple not in part.epochs:
-            part.epochs[ple] = first
-        part.last_offset = last
-        if facts.first_offset is None:
-            facts.first_offset = first
-            facts.first_last = last
-        facts.last_offset = last
-        if attrs & 0x10 and pid >= 0:
-            facts.open_txns.setdefault(pid, first)
-        if opts.deep:
-            _deep_checks(b, data, path, index, out, opts)
-        return
     last = b.last_offset
     add = _Adder(out, path, b, index)
 
