@@ -32,10 +32,12 @@ def cli() -> None:
 def _register() -> None:
     from kafkatool.cli.dump import dump
     from kafkatool.cli.reindex import reindex
+    from kafkatool.cli.truncate import truncate
     from kafkatool.cli.verify import verify
 
     cli.add_command(dump)
     cli.add_command(reindex)
+    cli.add_command(truncate)
     cli.add_command(verify)
 
 

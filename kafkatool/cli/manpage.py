@@ -534,6 +534,14 @@ ARGUMENT_HELP: dict[str, dict[str, str]] = {
             "compared across its segments."
         ),
     },
+    "truncate": {
+        "paths": (
+            "Segments (`.log`, or one of its `.index`, `.timeindex`, `.txnindex`), partition directories, "
+            "or whole log dirs, searched recursively. A partition directory is checked segment by segment in "
+            "offset order; a segment path limits the check to that segment (later segments are still removed "
+            "when it is cut)."
+        ),
+    },
     "dump": {
         "paths": (
             "Files or partition directories to dump, in order, after those of `--files`. "
@@ -549,6 +557,7 @@ SEE_ALSO: dict[str, list[str]] = {
     "dump": ["jq(1)"],
     "verify": ["kafkatool-dump", "jq(1)"],
     "reindex": ["kafkatool-verify", "kafkatool-dump", "fcntl(2)", "jq(1)"],
+    "truncate": ["kafkatool-verify", "kafkatool-reindex", "kafkatool-dump", "fcntl(2)", "jq(1)"],
 }
 
 # --------------------------------------------------------------------------- dump
@@ -1157,6 +1166,77 @@ _REINDEX_EXAMPLES = _join(
 )
 
 
+# --------------------------------------------------------------------------- truncate
+
+_TRUNCATE_PLAN = _join(
+    para(
+        "Without `--execute` nothing is written, no lock is taken and no backup is made. For every partition "
+        "that needs a change, `--format text` prints a block on standard output: a header line "
+        "`<partition dir>: <n> segments checked`, then one line per change:"
+    ),
+    tagged([
+        ("cut", "`<segment>: <old> -> <new> bytes, <n> batches (offsets <first>-<last> kept), new next offset <o>`."),
+        ("remove", "`<segment> bytes [<start>, <end>) (<n> bytes): <reason>`: a byte range that leaves the `.log` for the backup, with the first problem found in it; or a `.kafkatool-tmp` file of an interrupted run."),
+        ("discard", "How many intact batches (found by resynchronising past the bad bytes) lie in the removed tail, and their offsets: the data the broker's recovery would drop; `--keep-valid-after` keeps them."),
+        ("gap", "With `--keep-valid-after`: the offsets missing between the kept batches around a removed region."),
+        ("rewrite", "A file replaced whole: the cut segment's `.index` and `.timeindex` (rebuilt as `kafkatool reindex` does), a `.txnindex` without the aborted transactions whose lastOffset is at or above the new log end, the `leader-epoch-checkpoint` without the entries starting at or above it."),
+        ("move", "A file moved into the backup: every file of a segment after the cut one, and every producer `.snapshot` above the new log end."),
+        ("log end", "The partition's log end offset after the change."),
+        ("note", "A dependent file that cannot be read and is left unchanged, or an interrupted run to complete."),
+    ]),
+    para(
+        "After `--execute` each block ends with a `done` line. `--format jsonl` prints one `truncate_partition` "
+        "object per partition (`partition_dir`, `keep_valid_after`, `segments` with `removed` and `kept` byte "
+        "ranges, `batches_kept`, `first_offset`, `last_offset`, `next_offset`, `batches_discarded`, "
+        "`discarded_offsets`, `offset_gaps`; `rewrites`, `moves`, `new_log_end`, `notes`, `leftovers`, "
+        "`needs_changes`, and after `--execute` `written`, `moved`, `backup_dir`, `verified`) and a final "
+        "`truncate_summary` object."
+    ),
+    para(
+        "The cut is the broker's (`LogSegment.recover`): the first entry whose size is below 14, whose size "
+        "runs past the end of the file, that is a tail of at most 17 bytes, whose CRC is wrong, or whose "
+        "offsets the segment cannot hold. Record bodies are not checked (recovery does not check them either). "
+        "As after an unclean shutdown, every later segment of the partition goes too."
+    ),
+)
+
+_TRUNCATE_SAFETY = _join(
+    para(
+        "*Lock.* As for `kafkatool reindex`: a POSIX `fcntl` lock on `<log dir>/.lock`, refused with exit "
+        "status 2 when a live broker holds it; `--force` skips the check, only for a copy known to be offline. "
+        "Partition directories named `*-delete`, `*-future` or `*-stray` need `--allow-transitional`."
+    ),
+    para(
+        "*Nothing is lost.* Before anything changes, every removed byte range of a `.log` is written and fsynced "
+        "to `<backup>/<partition dir>/<segment>.log.<start>-<end>.bytes`, every rewritten file is copied whole, "
+        "and `MANIFEST.json` lists each range (original file, start, end, sha256) and file. Files removed from "
+        "the partition are moved into the backup, not deleted."
+    ),
+    para(
+        "*Crash safety.* New files are written beside the old ones as `<name>.kafkatool-tmp` and fsynced; the "
+        "journal `kafkatool-truncate.kafkatool-journal` is then written in the partition directory (the commit "
+        "point); the renames and moves follow; the journal is removed. A crash before the commit leaves the "
+        "old files (the next run deletes the temporary files); after it, the next run completes the journal. "
+        "After writing, the result is walked again and planned again: a second run is a no-op."
+    ),
+)
+
+_TRUNCATE_RESTORE = _join(
+    para(
+        "Stop the broker, then run `RESTORE.txt` with a shell. It splices every removed byte range back into "
+        "its `.log` at its original position (a short embedded Python program that refuses a file of an "
+        "unexpected size), then copies the rewritten and moved files back. Running it twice is harmless."
+    ),
+    example("sh /var/lib/kafka/kafkatool-backup-data-20250101T120000000000Z/RESTORE.txt"),
+)
+
+_TRUNCATE_EXAMPLES = _join(
+    example("kafkatool truncate /var/lib/kafka/data/orders-3", "See what recovery would cut (exit status 1 if anything):"),
+    example("kafkatool truncate --execute /var/lib/kafka/data", "With the broker stopped, cut every damaged partition of a log dir:"),
+    example("kafkatool truncate --keep-valid-after --execute /var/lib/kafka/data/orders-3", "Remove only a poisoned batch and keep everything after it:"),
+)
+
+
 #: Hand-written sections per command (key: the command name; for nested groups, "group sub").
 #: Each body is roff text, or a callable that takes the Click command and returns roff.
 EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
@@ -1182,6 +1262,13 @@ EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
         ("RESTORING FROM THE BACKUP", _REINDEX_RESTORE),
         ("EXIT STATUS", lambda command: exit_status({0: "Nothing to change (dry run), or the changes were applied and re-verified.", 1: "Dry run: changes are needed.", 2: "Bad usage, an I/O error, or a refusal: a live broker holds the log dir, or a transitional directory without `--allow-transitional`."})),
         ("EXAMPLES", _REINDEX_EXAMPLES),
+    ],
+    "truncate": [
+        ("PLAN OUTPUT", _TRUNCATE_PLAN),
+        ("SAFETY", _TRUNCATE_SAFETY),
+        ("RESTORING FROM THE BACKUP", _TRUNCATE_RESTORE),
+        ("EXIT STATUS", lambda command: exit_status({0: "Nothing to change (dry run), or the changes were applied and re-verified.", 1: "Dry run: changes are needed.", 2: "Bad usage, an I/O error, or a refusal: a live broker holds the log dir, or a transitional directory without `--allow-transitional`."})),
+        ("EXAMPLES", _TRUNCATE_EXAMPLES),
     ],
 }
 

@@ -1,0 +1,793 @@
+"""``truncate``: the broker's recovery cut, offline, losing nothing (spec §3, §9–§12.2, §17.H, §19).
+
+Plan, then apply (STYLE.md). :func:`plan_truncate` only reads. It walks each segment as
+``LogSegment.recover`` does (§12.2): the first entry that fails the §3 walk (size < 14, a
+partial or absurd size, a short tail) or its integrity check (CRC; an offset the segment
+cannot hold) is the cut point. Like recovery after an unclean shutdown (§12.1, §17.H 61), the
+later segments of the partition are removed too, and what depends on the log end is trimmed
+(§19): the cut segment's ``.index``/``.timeindex`` are rebuilt, producer ``.snapshot`` files
+above the new log end are removed, ``leader-epoch-checkpoint`` entries with startOffset >=
+the new log end and ``.txnindex`` entries with lastOffset >= it are dropped.
+
+With ``keep_valid_after`` only the bad regions are removed: after each one the next entry with
+a valid CRC is found with verify's resync, and every intact batch is kept, in order, at its
+own offsets (the gap is reported). Later segments then stay.
+
+Nothing is deleted. :func:`apply_truncate` first writes every removed byte range of a
+``.log`` to ``<backup>/<partition>/<file>.<start>-<end>.bytes`` and every rewritten small file
+whole, with ``MANIFEST.json`` and a ``RESTORE.txt`` that splices the ranges back; removed
+files are moved into the backup. Crash safety is :mod:`kafkatool.repair`'s discipline: new
+files are written beside the old ones as ``*.kafkatool-tmp`` and fsynced, then a journal
+``kafkatool-truncate.kafkatool-journal`` is committed in the partition dir, then the renames
+and moves run, then the journal is removed. A crash before the commit leaves the old state
+(plus temp files the next run deletes); after it, the next run completes the journal (roll
+forward: rename the temps that remain, move the files that remain).
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from kafkatool.errors import KafkaToolError
+from kafkatool.repair import (
+    JOURNAL_SUFFIX,
+    TEMP_SUFFIX,
+    Backup,
+    BackupEntry,
+    LogDirLock,
+    RepairError,
+    _fault_point,
+    _fsync_dir,
+    _read_or_none,
+    _sha256,
+    check_partition_dir,
+    find_segments,
+    log_dir_of,
+)
+from kafkatool.segment import files as names
+from kafkatool.segment.checkpoint import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
+from kafkatool.segment.index import DEFAULT_INDEX_INTERVAL_BYTES, IndexAppendError, IndexBuilder
+from kafkatool.segment.txnindex import TXN_ENTRY_SIZE, encode_txn_index, iter_txn_index
+from kafkatool.segment.walk import SegmentWalker, WalkStop
+
+__all__ = [
+    "Region",
+    "SegmentCut",
+    "FileRewrite",
+    "FileMove",
+    "TruncatePlan",
+    "TruncateReport",
+    "TruncateBackup",
+    "plan_truncate",
+    "plan_truncate_paths",
+    "apply_truncate",
+    "apply_truncate_all",
+    "TRUNCATE_JOURNAL",
+]
+
+TRUNCATE_JOURNAL = "kafkatool-truncate" + JOURNAL_SUFFIX
+"""The partition-level journal: present between the commit point and the last rename/move."""
+_INT32_MAX = 2147483647
+_COPY_CHUNK = 1 << 20
+_SEGMENT_KINDS = (names.FileKind.LOG, names.FileKind.INDEX, names.FileKind.TIMEINDEX, names.FileKind.TXNINDEX)
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True, slots=True)
+class Region:
+    """A byte range ``[start, end)`` of the original ``.log`` that is removed, and why."""
+
+    start: int
+    end: int
+    reason: str
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentCut:
+    """What truncate does to one ``.log``: the byte ranges kept and removed (original positions)."""
+
+    log_path: str
+    base_offset: int
+    old_size: int
+    old_mtime_ns: int
+    kept: tuple[tuple[int, int], ...]
+    removed: tuple[Region, ...]
+    batches_kept: int
+    first_offset: int | None
+    last_offset: int | None
+    """Last offset of the last kept batch, or None when nothing is kept."""
+    batches_dropped: int
+    """Intact batches (valid CRC, found by resync) inside the removed ranges: data lost without --keep-valid-after."""
+    dropped_offsets: tuple[int, int] | None
+    """First and last offset of those intact batches."""
+    gaps: tuple[tuple[int, int], ...]
+    """``(last offset before, first offset after)`` around each removed region between kept batches."""
+
+    @property
+    def new_size(self) -> int:
+        return sum(e - s for s, e in self.kept)
+
+    @property
+    def next_offset(self) -> int:
+        """The segment's log end after the cut (base offset when no batch is kept)."""
+        return self.base_offset if self.last_offset is None else self.last_offset + 1
+
+
+@dataclass(frozen=True, slots=True)
+class FileRewrite:
+    """A small file replaced whole (``.index``, ``.timeindex``, ``.txnindex``, ``leader-epoch-checkpoint``)."""
+
+    path: str
+    kind: str
+    old_size: int | None
+    old_sha256: str | None
+    data: bytes = field(repr=False)
+    detail: str = ""
+
+    @property
+    def new_size(self) -> int:
+        return len(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class FileMove:
+    """A whole file moved into the backup (a later segment's file, a producer snapshot)."""
+
+    path: str
+    size: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TruncatePlan:
+    """The result of :func:`plan_truncate` for one partition dir. Pure data; nothing is written."""
+
+    partition_dir: str
+    keep_valid_after: bool
+    segments_checked: int
+    cuts: tuple[SegmentCut, ...]
+    rewrites: tuple[FileRewrite, ...]
+    moves: tuple[FileMove, ...]
+    new_log_end: int | None
+    """The partition's log end offset after the change, when it changes (None otherwise)."""
+    notes: tuple[str, ...] = ()
+    leftovers: tuple[str, ...] = ()
+    """Temp files of an interrupted run that never committed: deleted by apply."""
+    interrupted_journal: str | None = None
+    """A committed journal of an interrupted run: apply completes it first."""
+
+    @property
+    def needs_changes(self) -> bool:
+        return bool(self.cuts or self.rewrites or self.moves or self.leftovers or self.interrupted_journal)
+
+    @property
+    def removed_bytes(self) -> int:
+        return sum(r.size for c in self.cuts for r in c.removed)
+
+
+def _bad_reason(walker: SegmentWalker, path: str, position: int) -> str:
+    if walker.stop is WalkStop.ERROR and walker.error is not None:
+        return str(walker.error)
+    return f"{path}:{position}: partial batch, size field past the end of the file, or a short tail"
+
+
+def _scan_segment(log_path: str, keep_valid_after: bool, index_interval_bytes: int):
+    """Walk one segment as recovery does; return ``(cut or None, offset index, time index)``.
+
+    The index bytes describe the *new* layout (the kept batches, back to back).
+    """
+    from kafkatool.verify import _resync  # the resync verify uses after a bad region
+
+    base = names.parse_base_offset(log_path)
+    size = os.path.getsize(log_path)
+    mtime = os.stat(log_path).st_mtime_ns
+    kept_batches: list[tuple[int, int, int, int, int]] = []  # (position, size, offset, last offset, max ts)
+    removed: list[Region] = []
+    builder = IndexBuilder(base, index_interval_bytes=index_interval_bytes, path=str(names.sibling(log_path, ".index")))
+    dropped = 0
+    dropped_first = dropped_last = None
+    pos = 0
+    cutting = False  # after the first bad region without keep_valid_after: resync only to count
+    while pos < size:
+        bad_at = None
+        reason = ""
+        with SegmentWalker(log_path, start=pos) as walker:
+            for batch, _data in walker:
+                problem = None
+                if not batch.crc_valid:
+                    problem = f"{log_path}:{batch.position}: batch CRC mismatch (expected {batch.crc}, found {batch.computed_crc})"
+                else:
+                    rel = batch.last_offset - base
+                    if rel < 0 or rel > _INT32_MAX:
+                        problem = (f"{log_path}:{batch.position}: offset {batch.last_offset} does not fit a segment "
+                                   f"with base offset {base}")
+                if problem is None and cutting:
+                    dropped += 1
+                    dropped_first = batch.offset if dropped_first is None else dropped_first
+                    dropped_last = batch.last_offset
+                    continue
+                if problem is None:
+                    try:
+                        builder.add_batch(builder.valid_bytes, batch.size, batch.last_offset, batch.max_timestamp)
+                    except IndexAppendError as e:  # recovery cannot index it: a bad batch too
+                        problem = f"{log_path}:{batch.position}: {e.message}"
+                        builder = _replay(base, index_interval_bytes, log_path, kept_batches)
+                if problem is not None:
+                    bad_at, reason = batch.position, problem
+                    break
+                kept_batches.append((batch.position, batch.size, batch.offset, batch.last_offset, batch.max_timestamp))
+            else:
+                if walker.position < walker.end:
+                    bad_at, reason = walker.position, _bad_reason(walker, log_path, walker.position)
+        if bad_at is None:
+            break
+        nxt = _resync(log_path, bad_at + 1, size)
+        end = size if nxt is None else nxt
+        if not cutting:
+            stop = end if keep_valid_after else size  # recovery drops everything after the first bad batch
+            if removed and removed[-1].end == bad_at:  # adjacent bad regions are one
+                removed[-1] = Region(removed[-1].start, stop, removed[-1].reason)
+            else:
+                removed.append(Region(bad_at, stop, reason))
+            cutting = not keep_valid_after
+        if nxt is None:
+            break
+        pos = nxt
+    if not removed:
+        return None, *builder.finish()
+    kept: list[tuple[int, int]] = []
+    gaps: list[tuple[int, int]] = []
+    prev_last = None
+    prev_end = None
+    for p, s, off, last, _ts in kept_batches:
+        if kept and prev_end == p:
+            kept[-1] = (kept[-1][0], p + s)
+        else:
+            if prev_last is not None and off != prev_last + 1:
+                gaps.append((prev_last, off))
+            kept.append((p, p + s))
+        prev_end, prev_last = p + s, last
+    cut = SegmentCut(
+        log_path, base, size, mtime, tuple(kept), tuple(removed), len(kept_batches),
+        kept_batches[0][2] if kept_batches else None, kept_batches[-1][3] if kept_batches else None,
+        dropped, None if dropped_first is None else (dropped_first, dropped_last), tuple(gaps),
+    )
+    return cut, *builder.finish()
+
+
+def _replay(base: int, interval: int, log_path: str, kept: list[tuple[int, int, int, int, int]]) -> IndexBuilder:
+    """A fresh index builder fed the kept batches again (after one it refused)."""
+    b = IndexBuilder(base, index_interval_bytes=interval, path=str(names.sibling(log_path, ".index")))
+    for _p, s, _o, last, ts in kept:
+        b.add_batch(b.valid_bytes, s, last, ts)
+    return b
+
+
+def _partition_segments(partition_dir: str) -> list[str]:
+    out = []
+    for n in os.listdir(partition_dir):
+        if names.classify(n) is names.FileKind.LOG:
+            out.append(os.path.join(partition_dir, n))
+    return sorted(out, key=names.parse_base_offset)
+
+
+def _leftovers(partition_dir: str) -> tuple[list[str], str | None]:
+    temps, journal = [], None
+    for n in sorted(os.listdir(partition_dir)):
+        if n == TRUNCATE_JOURNAL:
+            journal = os.path.join(partition_dir, n)
+        elif n.endswith(TEMP_SUFFIX):
+            temps.append(os.path.join(partition_dir, n))
+    return temps, journal
+
+
+def _small_rewrite(path: str, kind: str, data: bytes, detail: str) -> FileRewrite | None:
+    old = _read_or_none(path)
+    if old == data:
+        return None
+    return FileRewrite(path, kind, None if old is None else len(old), None if old is None else _sha256(old), data, detail)
+
+
+def plan_truncate(
+    partition_or_segment: str,
+    keep_valid_after: bool = False,
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    segments: Sequence[str] | None = None,
+) -> TruncatePlan:
+    """Plan the truncation of one partition dir, or of one segment of it. Reads only.
+
+    A segment path (or ``segments``, paths inside one partition dir) limits which segments are
+    examined; the later segments of the partition are removed whenever one is cut (§12.1).
+    """
+    target = os.path.abspath(partition_or_segment)
+    if os.path.isdir(target):
+        partition_dir = target
+        all_segments = _partition_segments(partition_dir)
+        wanted = [os.path.abspath(s) for s in segments] if segments is not None else all_segments
+    else:
+        partition_dir = os.path.dirname(target)
+        all_segments = _partition_segments(partition_dir)
+        wanted = [os.path.abspath(s) for s in segments] if segments is not None else find_segments([target])
+    temps, journal = _leftovers(partition_dir)
+    if journal is not None:
+        return TruncatePlan(partition_dir, keep_valid_after, 0, (), (), (), None,
+                            (f"an interrupted truncate committed its journal {journal}; it is completed first",),
+                            tuple(temps), journal)
+    cuts: list[SegmentCut] = []
+    rewrites: list[FileRewrite] = []
+    notes: list[str] = []
+    checked = 0
+    for log in sorted(wanted, key=names.parse_base_offset):
+        checked += 1
+        cut, index, timeindex = _scan_segment(log, keep_valid_after, index_interval_bytes)
+        if cut is None:
+            continue
+        cuts.append(cut)
+        for kind, suffix, data in (("index", ".index", index), ("timeindex", ".timeindex", timeindex)):
+            r = _small_rewrite(str(names.sibling(log, suffix)), kind, data,
+                               f"rebuilt for the new .log (index.interval.bytes={index_interval_bytes})")
+            if r is not None:
+                rewrites.append(r)
+        if not keep_valid_after:
+            break  # recovery stops here: everything after is removed
+    moves: list[FileMove] = []
+    new_end = None
+    if cuts:
+        last_cut = cuts[-1]
+        later = [s for s in all_segments if names.parse_base_offset(s) > last_cut.base_offset]
+        changes_end = not keep_valid_after or not later
+        if not keep_valid_after and later:
+            later_bases = {names.parse_base_offset(s) for s in later}
+            for n in sorted(os.listdir(partition_dir)):
+                if names.classify(n) in _SEGMENT_KINDS and names.parse_base_offset(n) in later_bases:
+                    p = os.path.join(partition_dir, n)
+                    moves.append(FileMove(p, os.path.getsize(p), "a later segment: recovery after an unclean "
+                                          "shutdown deletes every segment after one it truncated (§12.1)"))
+        if changes_end and last_cut.removed and last_cut.removed[-1].end == last_cut.old_size:
+            new_end = last_cut.next_offset
+    if new_end is not None:
+        for n in sorted(os.listdir(partition_dir)):
+            if names.classify(n) is names.FileKind.PRODUCER_SNAPSHOT:
+                try:
+                    off = names.parse_base_offset(n)
+                except KafkaToolError:
+                    continue
+                if off > new_end:
+                    p = os.path.join(partition_dir, n)
+                    moves.append(FileMove(p, os.path.getsize(p), f"producer snapshot above the new log end {new_end}"))
+        lec = os.path.join(partition_dir, names.LEADER_EPOCH_CHECKPOINT)
+        old = _read_or_none(lec)
+        if old is not None:
+            try:
+                entries = decode_leader_epoch_checkpoint(old, lec)
+            except KafkaToolError as e:
+                notes.append(f"{lec} left unchanged: it cannot be read ({e})")
+            else:
+                keep = [e for e in entries if e.start_offset < new_end]
+                if len(keep) != len(entries):
+                    r = _small_rewrite(lec, "leader-epoch-checkpoint", encode_leader_epoch_checkpoint(keep).encode(),
+                                       f"{len(entries) - len(keep)} entries with startOffset >= {new_end} dropped")
+                    if r is not None:
+                        rewrites.append(r)
+        moved = {m.path for m in moves}
+        for log in all_segments:
+            txn = str(names.sibling(log, ".txnindex"))
+            data = _read_or_none(txn)
+            if data is None or txn in moved:
+                continue
+            try:
+                entries = list(iter_txn_index(data, txn))
+            except KafkaToolError as e:
+                notes.append(f"{txn} left unchanged: it cannot be read ({e})")
+                continue
+            keep = [e for e in entries if e.last_offset < new_end]
+            if len(keep) != len(entries) or len(data) % TXN_ENTRY_SIZE:
+                r = _small_rewrite(txn, "txnindex", encode_txn_index(keep),
+                                   f"{len(entries) - len(keep)} aborted transactions with lastOffset >= {new_end} dropped")
+                if r is not None:
+                    rewrites.append(r)
+    return TruncatePlan(partition_dir, keep_valid_after, checked, tuple(cuts), tuple(rewrites), tuple(moves),
+                        new_end, tuple(notes), tuple(temps), None)
+
+
+def plan_truncate_paths(
+    paths: Sequence[str], keep_valid_after: bool = False, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+) -> list[TruncatePlan]:
+    """One plan per partition dir named by ``paths`` (segments, partition dirs, log dirs)."""
+    by_dir: dict[str, list[str]] = {}
+    for s in find_segments(paths):
+        by_dir.setdefault(os.path.dirname(s), []).append(s)
+    for p in paths:  # a partition dir holding only leftovers of an interrupted run
+        p = os.path.abspath(p)
+        if os.path.isdir(p) and os.path.exists(os.path.join(p, TRUNCATE_JOURNAL)):
+            by_dir.setdefault(p, [])
+    return [plan_truncate(d, keep_valid_after, index_interval_bytes, segments=segs) for d, segs in by_dir.items()]
+
+
+# ----------------------------------------------------------------------------- the backup
+
+
+@dataclass
+class RangeEntry(BackupEntry):
+    """A removed byte range ``[start, end)`` of ``original_path`` (MANIFEST.json, action ``bytes-removed``)."""
+
+    start: int = 0
+    end: int = 0
+    original_size: int = 0
+    result_size: int = 0
+
+
+_SPLICE = r"""
+import hashlib, os, sys
+target, orig_size, new_size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+pieces = [(int(a), b) for a, b in zip(sys.argv[4::2], sys.argv[5::2])]
+size = os.path.getsize(target)
+if size == orig_size:
+    print("already restored: " + target); sys.exit(0)
+if size != new_size:
+    sys.exit("refusing: %s is %d bytes, expected the truncated %d" % (target, size, new_size))
+tmp = target + ".restore-tmp"
+with open(target, "rb") as src, open(tmp, "wb") as out:
+    for start, piece in pieces:
+        n = start - out.tell()
+        while n > 0:
+            b = src.read(min(n, 1 << 20)); out.write(b); n -= len(b)
+        with open(piece, "rb") as p:
+            while True:
+                b = p.read(1 << 20)
+                if not b: break
+                out.write(b)
+    while True:
+        b = src.read(1 << 20)
+        if not b: break
+        out.write(b)
+    out.flush(); os.fsync(out.fileno())
+if os.path.getsize(tmp) != orig_size:
+    os.unlink(tmp); sys.exit("refusing: the spliced file has the wrong size")
+os.replace(tmp, target)
+print("restored " + target)
+"""
+
+
+class TruncateBackup(Backup):
+    """A :class:`Backup` that also holds removed byte ranges and whole moved files.
+
+    ``RESTORE.txt`` is a shell script: it splices every ``.bytes`` range back into its
+    ``.log`` at its original position (a small embedded Python program), then copies the
+    rewritten and moved originals back. Running it twice is harmless.
+    """
+
+    def save_range(self, log_path: str, start: int, data: bytes, original_size: int, result_size: int, reason: str) -> RangeEntry:
+        log_path = os.path.abspath(log_path)
+        d = self._ensure(os.path.basename(os.path.dirname(log_path)))
+        target = os.path.join(d, f"{os.path.basename(log_path)}.{start}-{start + len(data)}.bytes")
+        n = 0
+        while os.path.exists(target):
+            n += 1
+            target = os.path.join(d, f"{os.path.basename(log_path)}.{start}-{start + len(data)}.{n}.bytes")
+        with open(target, "xb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        _fsync_dir(d)
+        entry = RangeEntry(log_path, "bytes-removed", os.path.relpath(target, self.root), len(data), _sha256(data),
+                           reason=reason, start=start, end=start + len(data), original_size=original_size,
+                           result_size=result_size)
+        self.entries.append(entry)
+        self._write_index()
+        return entry
+
+    def plan_move(self, path: str, reason: str) -> tuple[BackupEntry, str]:
+        """Record a file that will be moved into the backup; return the entry and its destination."""
+        path = os.path.abspath(path)
+        d = self._ensure(os.path.basename(os.path.dirname(path)))
+        target = os.path.join(d, os.path.basename(path))
+        n = 0
+        while os.path.exists(target) or any(e.backup_file == os.path.relpath(target, self.root) for e in self.entries):
+            n += 1
+            target = os.path.join(d, f"{os.path.basename(path)}.{n}")
+        entry = BackupEntry(path, "moved", os.path.relpath(target, self.root), os.path.getsize(path), None, reason=reason)
+        self.entries.append(entry)
+        self._write_index()
+        return entry, target
+
+    def restore_text(self) -> str:
+        q = shlex.quote
+        lines = [
+            "#!/bin/sh",
+            "# Put back what `kafkatool truncate` removed or replaced. Stop the broker first.",
+            "# Run it with: sh RESTORE.txt   (it is safe to run twice)",
+            "# 1. Every removed byte range of a .log goes back at its original position.",
+            "# 2. Every rewritten file is copied back; every file moved here is copied back.",
+            "# MANIFEST.json lists each range (start, end) and file with its size and sha256.",
+            "set -e",
+            "KAFKATOOL_SPLICE=" + q(_SPLICE),
+        ]
+        ranges: dict[str, list[RangeEntry]] = {}
+        for e in self.entries:
+            if isinstance(e, RangeEntry):
+                ranges.setdefault(e.original_path, []).append(e)
+        for path, rs in ranges.items():
+            rs.sort(key=lambda r: r.start)
+            args = " ".join(f"{r.start} {q(os.path.join(self.root, r.backup_file or ''))}" for r in rs)
+            lines.append(f'python3 -c "$KAFKATOOL_SPLICE" {q(path)} {rs[0].original_size} {rs[0].result_size} {args}')
+        for e in self.entries:
+            if isinstance(e, RangeEntry):
+                continue
+            if e.backup_file is not None:
+                src = q(os.path.join(self.root, e.backup_file))
+                lines.append(f"if [ -e {src} ]; then cp -p {src} {q(e.original_path)}; fi")
+            else:
+                lines.append(f"rm -f {q(e.original_path)}")
+        return "\n".join(lines) + "\n"
+
+
+# ----------------------------------------------------------------------------- apply
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateReport:
+    """What :func:`apply_truncate` did to one partition dir, after re-verifying it."""
+
+    plan: TruncatePlan
+    written: tuple[str, ...]
+    moved: tuple[str, ...]
+    removed_leftovers: tuple[str, ...]
+    backup_dir: str | None
+    completed_journal: bool
+    verified: bool
+
+
+def _move(src: str, dst: str) -> None:
+    """Move one file into the backup: a rename, or copy + fsync + unlink across file systems."""
+    try:
+        os.rename(src, dst)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        tmp = dst + TEMP_SUFFIX
+        shutil.copyfile(src, tmp)
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, dst)
+        _fsync_dir(os.path.dirname(dst))
+        os.unlink(src)
+
+
+def _roll_forward(journal_path: str) -> list[str]:
+    """Complete a committed journal: rename the temps that remain, move the files that remain."""
+    with open(journal_path, encoding="utf-8") as f:
+        record = json.load(f)
+    directory = os.path.dirname(journal_path)
+    done = []
+    for r in record["replace"]:
+        tmp, target = os.path.join(directory, r["temp"]), os.path.join(directory, r["target"])
+        if os.path.exists(tmp):
+            os.replace(tmp, target)
+            _fault_point("after rename")
+            done.append(target)
+        elif not os.path.exists(target) or os.path.getsize(target) != r["size"] or (
+            r["sha256"] is not None and _sha256(_read_or_none(target) or b"") != r["sha256"]
+        ):
+            raise RepairError("the journal names a temp file that is gone and the target is not the new file",
+                              path=target)
+    for m in record["move"]:
+        src = os.path.join(directory, m["source"])
+        if os.path.exists(src):
+            if os.path.exists(m["dest"]) and os.path.getsize(m["dest"]) == os.path.getsize(src):
+                os.unlink(src)  # a cross-device copy finished before the crash
+            else:
+                _move(src, m["dest"])
+            _fault_point("after move")
+            done.append(src)
+    _fsync_dir(directory)
+    for d in {os.path.dirname(m["dest"]) for m in record["move"]}:
+        _fsync_dir(d)
+    _fault_point("after directory fsync")
+    os.unlink(journal_path)
+    _fsync_dir(directory)
+    _fault_point("after journal removal")
+    return done
+
+
+def _copy_range(src, out, start: int, end: int) -> None:
+    src.seek(start)
+    n = end - start
+    while n > 0:
+        b = src.read(min(n, _COPY_CHUNK))
+        if not b:
+            raise RepairError("the segment shrank while it was being copied", path=getattr(src, "name", None))
+        out.write(b)
+        n -= len(b)
+
+
+def _write_temp(path: str, data: bytes | None = None, ranges: tuple[tuple[int, int], ...] = (), source: str | None = None) -> str:
+    tmp = path + TEMP_SUFFIX
+    with open(tmp, "wb") as out:
+        if source is not None:
+            with open(source, "rb") as src:
+                for s, e in ranges:
+                    _copy_range(src, out, s, e)
+        else:
+            out.write(data or b"")
+        out.flush()
+        _fault_point("after temp write")
+        os.fsync(out.fileno())
+    _fault_point("after temp fsync")
+    return tmp
+
+
+def apply_truncate(
+    plan: TruncatePlan, backup: TruncateBackup | str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+) -> TruncateReport:
+    """Apply ``plan`` crash-safely (module doc), then re-plan: the result must need nothing more.
+
+    The caller holds the :class:`~kafkatool.repair.LogDirLock`. Raises :class:`RepairError`
+    when a file changed since the plan, or when re-verification fails.
+    """
+    if isinstance(backup, str):
+        backup = TruncateBackup(backup, tool="kafkatool truncate")
+    directory = plan.partition_dir
+    removed_leftovers: list[str] = []
+    if plan.interrupted_journal is not None:
+        try:
+            with open(plan.interrupted_journal, encoding="utf-8") as f:
+                earlier_backup = json.load(f).get("backup_dir")
+        except (OSError, ValueError) as e:
+            raise RepairError(f"cannot read the journal of an interrupted truncate ({e})", path=plan.interrupted_journal) from None
+        _roll_forward(plan.interrupted_journal)
+        for t in plan.leftovers:
+            if os.path.exists(t):
+                os.unlink(t)
+                removed_leftovers.append(t)
+        # the completed state is the earlier run's new state; anything still needed is planned afresh
+        again = plan_truncate(directory, plan.keep_valid_after, index_interval_bytes)
+        if again.needs_changes:
+            more = apply_truncate(again, backup, index_interval_bytes=index_interval_bytes)
+            return TruncateReport(plan, more.written, more.moved, tuple(removed_leftovers) + more.removed_leftovers,
+                                  more.backup_dir, True, more.verified)
+        return TruncateReport(plan, (), (), tuple(removed_leftovers), earlier_backup, True, True)
+    # the plan was made before the lock was taken: make sure nothing moved since
+    for c in plan.cuts:
+        st = os.stat(c.log_path)
+        if st.st_size != c.old_size or st.st_mtime_ns != c.old_mtime_ns:
+            raise RepairError("the segment changed since it was planned; run again", path=c.log_path)
+    for r in plan.rewrites:
+        now = _read_or_none(r.path)
+        if (None if now is None else _sha256(now)) != r.old_sha256:
+            raise RepairError("the file changed since it was planned; run again", path=r.path)
+    for m in plan.moves:
+        if not os.path.exists(m.path):
+            raise RepairError("the file is gone since it was planned; run again", path=m.path)
+    for t in plan.leftovers:  # temps of a run that never committed: the old state is intact
+        try:
+            os.unlink(t)
+            removed_leftovers.append(t)
+        except FileNotFoundError:
+            pass
+    if not (plan.cuts or plan.rewrites or plan.moves):
+        if removed_leftovers:
+            _fsync_dir(directory)
+        return TruncateReport(plan, (), (), tuple(removed_leftovers), None, False, True)
+    # 1. the backup: removed ranges, whole originals of rewritten files, the moves to come
+    for c in plan.cuts:
+        with open(c.log_path, "rb") as f:
+            for r in c.removed:
+                f.seek(r.start)
+                data = f.read(r.size)  # one bad region; a whole discarded tail at most 2 GiB
+                backup.save_range(c.log_path, r.start, data, c.old_size, c.new_size, r.reason)
+                _fault_point("after backup")
+    for r in plan.rewrites:
+        backup.save(r.path, r.data, f"truncate: {r.kind} {r.detail}")
+        _fault_point("after backup")
+    move_dests = []
+    for m in plan.moves:
+        _entry, dest = backup.plan_move(m.path, m.reason)
+        move_dests.append((m.path, dest))
+    # 2. the new files beside the old ones
+    temps = []
+    for c in plan.cuts:
+        temps.append((_write_temp(c.log_path, ranges=c.kept, source=c.log_path), c.log_path))
+    for r in plan.rewrites:
+        temps.append((_write_temp(r.path, r.data), r.path))
+    # 3. the commit point
+    record = {
+        "tool": "kafkatool truncate",
+        "backup_dir": backup.root,
+        "replace": [
+            {"temp": os.path.basename(t), "target": os.path.basename(p), "size": os.path.getsize(t),
+             "sha256": _sha256(_read_or_none(t) or b"") if os.path.getsize(t) < (64 << 20) else None}
+            for t, p in temps
+        ],
+        "move": [{"source": os.path.basename(s), "dest": d} for s, d in move_dests],
+    }
+    journal = os.path.join(directory, TRUNCATE_JOURNAL)
+    with open(journal + TEMP_SUFFIX, "w", encoding="utf-8") as f:
+        f.write(json.dumps(record, indent=2) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(journal + TEMP_SUFFIX, journal)
+    _fsync_dir(directory)
+    _fault_point("after journal")
+    # 4. renames and moves, then the journal goes
+    _roll_forward(journal)
+    # 5. re-verify: exactly the intended bytes, and a second plan finds nothing
+    _verify(plan)
+    again = plan_truncate(directory, plan.keep_valid_after, index_interval_bytes,
+                          segments=[c.log_path for c in plan.cuts])
+    if again.needs_changes:
+        raise RepairError("re-verification failed: a second plan still finds changes", path=directory)
+    return TruncateReport(plan, tuple(p for _t, p in temps), tuple(m.path for m in plan.moves),
+                          tuple(removed_leftovers), backup.root, False, True)
+
+
+def _verify(plan: TruncatePlan) -> None:
+    for c in plan.cuts:
+        if os.path.getsize(c.log_path) != c.new_size:
+            raise RepairError("re-verification failed: the .log has the wrong size", path=c.log_path,
+                              expected=c.new_size, found=os.path.getsize(c.log_path))
+        n = 0
+        with SegmentWalker(c.log_path) as w:
+            for b, _ in w:
+                if not b.crc_valid:
+                    raise RepairError("re-verification failed: a bad batch remains", path=c.log_path, position=b.position)
+                n += 1
+            if w.position != c.new_size:
+                raise RepairError("re-verification failed: the walk stops early", path=c.log_path, position=w.position)
+        if n != c.batches_kept:
+            raise RepairError("re-verification failed: wrong batch count", path=c.log_path,
+                              expected=c.batches_kept, found=n)
+    for r in plan.rewrites:
+        if _read_or_none(r.path) != r.data:
+            raise RepairError("re-verification failed: the file on disk is not what was written", path=r.path)
+    for m in plan.moves:
+        if os.path.exists(m.path):
+            raise RepairError("re-verification failed: a file to move is still there", path=m.path)
+
+
+def apply_truncate_all(
+    plans: Sequence[TruncatePlan],
+    backup_dir: Callable[[str], str] | str,
+    *,
+    force: bool = False,
+    allow_transitional: bool = False,
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    on_partition: Callable[[TruncateReport], None] | None = None,
+) -> list[TruncateReport]:
+    """Apply several plans: one lock per log dir, every lock taken before the first write."""
+    for p in plans:
+        check_partition_dir(p.partition_dir, allow_transitional)
+    by_logdir: dict[str, list[TruncatePlan]] = {}
+    for p in plans:
+        if p.needs_changes:
+            by_logdir.setdefault(log_dir_of(p.partition_dir), []).append(p)
+    reports = []
+    locks = [LogDirLock(d, force=force) for d in by_logdir]
+    try:
+        for lock in locks:
+            lock.acquire()
+        backups: dict[str, TruncateBackup] = {}
+        for log_dir, group in by_logdir.items():
+            root = backup_dir(log_dir) if callable(backup_dir) else backup_dir
+            backup = backups.setdefault(root, TruncateBackup(root, tool="kafkatool truncate"))
+            for p in group:
+                report = apply_truncate(p, backup, index_interval_bytes=index_interval_bytes)
+                reports.append(report)
+                if on_partition is not None:
+                    on_partition(report)
+    finally:
+        for lock in locks:
+            lock.release()
+    return reports
