@@ -621,21 +621,25 @@ def apply_reindex(plan: ReindexPlan, backup: Backup | str) -> ReindexReport:
     return ReindexReport(plan, tuple(p for p, _ in todo), tuple(removed), backup.root if todo else None, True)
 
 
-def apply_all(
-    plans: Sequence[ReindexPlan],
+def apply_locked(
+    plans: Sequence,
     backup_dir: Callable[[str], str] | str,
+    apply: Callable,
+    new_backup: Callable[[str], object],
     *,
     force: bool = False,
     allow_transitional: bool = False,
-    on_segment: Callable[[ReindexReport], None] | None = None,
-) -> list[ReindexReport]:
-    """Apply several plans: one lock per log dir, held until every plan of it is applied.
+    on_report: Callable | None = None,
+) -> list:
+    """Apply the plans that need changes under one lock per log dir, every lock taken before
+    the first write and held until the last (shared by reindex and truncate).
 
-    ``backup_dir`` is a directory, or a function of the log dir giving one.
+    ``apply(plan, backup)`` applies one plan; ``new_backup(root)`` makes the backup of a
+    backup directory; ``backup_dir`` is a directory, or a function of the log dir giving one.
     """
     for p in plans:
         check_partition_dir(p.partition_dir, allow_transitional)
-    by_logdir: dict[str, list[ReindexPlan]] = {}
+    by_logdir: dict[str, list] = {}
     for p in plans:
         if p.needs_changes:
             by_logdir.setdefault(log_dir_of(p.partition_dir), []).append(p)
@@ -644,16 +648,33 @@ def apply_all(
     try:
         for lock in locks:  # every lock before the first write
             lock.acquire()
-        backups: dict[str, Backup] = {}
+        backups: dict[str, object] = {}
         for log_dir, group in by_logdir.items():
             root = backup_dir(log_dir) if callable(backup_dir) else backup_dir
-            backup = backups.setdefault(root, Backup(root))
+            backup = backups.get(root)
+            if backup is None:
+                backup = backups[root] = new_backup(root)
             for p in group:
-                report = apply_reindex(p, backup)
+                report = apply(p, backup)
                 reports.append(report)
-                if on_segment is not None:
-                    on_segment(report)
+                if on_report is not None:
+                    on_report(report)
     finally:
         for lock in locks:
             lock.release()
     return reports
+
+
+def apply_all(
+    plans: Sequence[ReindexPlan],
+    backup_dir: Callable[[str], str] | str,
+    *,
+    force: bool = False,
+    allow_transitional: bool = False,
+    on_segment: Callable[[ReindexReport], None] | None = None,
+) -> list[ReindexReport]:
+    """Apply several reindex plans (see :func:`apply_locked`)."""
+    return apply_locked(
+        plans, backup_dir, apply_reindex, Backup,
+        force=force, allow_transitional=allow_transitional, on_report=on_segment,
+    )

@@ -40,15 +40,13 @@ from kafkatool.repair import (
     TEMP_SUFFIX,
     Backup,
     BackupEntry,
-    LogDirLock,
+    apply_locked,
     RepairError,
     _fault_point,
     _fsync_dir,
     _read_or_none,
     _sha256,
-    check_partition_dir,
     find_segments,
-    log_dir_of,
 )
 from kafkatool.segment import files as names
 from kafkatool.segment.checkpoint import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
@@ -766,28 +764,13 @@ def apply_truncate_all(
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     on_partition: Callable[[TruncateReport], None] | None = None,
 ) -> list[TruncateReport]:
-    """Apply several plans: one lock per log dir, every lock taken before the first write."""
-    for p in plans:
-        check_partition_dir(p.partition_dir, allow_transitional)
-    by_logdir: dict[str, list[TruncatePlan]] = {}
-    for p in plans:
-        if p.needs_changes:
-            by_logdir.setdefault(log_dir_of(p.partition_dir), []).append(p)
-    reports = []
-    locks = [LogDirLock(d, force=force) for d in by_logdir]
-    try:
-        for lock in locks:
-            lock.acquire()
-        backups: dict[str, TruncateBackup] = {}
-        for log_dir, group in by_logdir.items():
-            root = backup_dir(log_dir) if callable(backup_dir) else backup_dir
-            backup = backups.setdefault(root, TruncateBackup(root, tool="kafkatool truncate"))
-            for p in group:
-                report = apply_truncate(p, backup, index_interval_bytes=index_interval_bytes)
-                reports.append(report)
-                if on_partition is not None:
-                    on_partition(report)
-    finally:
-        for lock in locks:
-            lock.release()
-    return reports
+    """Apply several truncate plans (see :func:`kafkatool.repair.apply_locked`)."""
+    return apply_locked(
+        plans,
+        backup_dir,
+        lambda p, backup: apply_truncate(p, backup, index_interval_bytes=index_interval_bytes),
+        lambda root: TruncateBackup(root, tool="kafkatool truncate"),
+        force=force,
+        allow_transitional=allow_transitional,
+        on_report=on_partition,
+    )

@@ -9,7 +9,6 @@ are read back with kafka-python and aiokafka as independent implementations.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil

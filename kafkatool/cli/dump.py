@@ -54,7 +54,7 @@ def _decoder_class(ctx: click.Context, param: click.Parameter, value: str | None
     return value
 
 
-@click.command(context_settings={"max_content_width": 100})
+@click.command(context_settings={"max_content_width": 100}, short_help='Dump segments, indexes, snapshots and checkpoints as kafka-dump-log does (text, JSON Lines, tables).')
 @click.argument("paths", nargs=-1, type=click.Path(dir_okay=True, file_okay=True, path_type=str))
 @click.option("--files", "files", metavar="FILE1,FILE2,...", help="kafka-dump-log's form: the comma separated list of data and index log files to be dumped.")
 @click.option("--print-data-log", is_flag=True, help="Print the messages content (keys and payloads); implies --deep-iteration.")

@@ -10,6 +10,7 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
+from kafkatool.cli.options import repair_options
 
 
 def _console(stderr: bool):
@@ -97,15 +98,13 @@ def plan_object(plan, report=None, error: str | None = None) -> dict:
     return obj
 
 
-@click.command(context_settings={"max_content_width": 100})
+@click.command(context_settings={"max_content_width": 100}, short_help="Rebuild .index and .timeindex as the broker's recovery does (dry run unless --execute).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=str))
-@click.option("--execute", is_flag=True, help="Write the changes. Without it, print the plan and change nothing (exit status 1 when changes are needed).")
-@click.option("--index-interval-bytes", type=click.IntRange(0, 2147483647), default=4096, show_default=True, metavar="N", help="The topic's index.interval.bytes: an entry is added when more than N bytes have passed since the last one.")
-@click.option("--backup-dir", type=click.Path(file_okay=False, path_type=str), metavar="DIR", help="Where the replaced files go (default: kafkatool-backup-<log dir name>-<UTC time> beside each log dir).")
-@click.option("--force", is_flag=True, help="Skip the .lock check. Only for a copy you know no broker is using.")
-@click.option("--allow-transitional", is_flag=True, help="Also repair partition dirs named *-delete, *-future or *-stray.")
-@click.option("--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True, help="text: the plan, one block per segment that needs changes; jsonl: one JSON object per segment and a final summary.")
-@click.option("--quiet", "-q", is_flag=True, help="No summary and no progress bar on stderr.")
+@repair_options(
+    "segment",
+    index_help="The topic's index.interval.bytes: an entry is added when more than N bytes have passed since the last one.",
+    backup_help="Where the replaced files go (default: kafkatool-backup-<log dir name>-<UTC time> beside each log dir).",
+)
 def reindex(paths, execute, index_interval_bytes, backup_dir, force, allow_transitional, fmt, quiet) -> None:
     """Rebuild the offset index (.index) and time index (.timeindex) of segments, partition
     directories or whole log dirs exactly as the broker's recovery does: an entry whenever more

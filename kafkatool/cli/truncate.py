@@ -10,6 +10,7 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
+from kafkatool.cli.options import repair_options
 
 
 def _console(stderr: bool):
@@ -100,16 +101,14 @@ def plan_object(plan, report=None) -> dict:
     return obj
 
 
-@click.command(context_settings={"max_content_width": 100})
+@click.command(context_settings={"max_content_width": 100}, short_help="Cut invalid tails as the broker's recovery does, keeping every removed byte (dry run unless --execute).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=str))
-@click.option("--execute", is_flag=True, help="Write the changes. Without it, print the plan and change nothing (exit status 1 when changes are needed).")
 @click.option("--keep-valid-after", is_flag=True, help="Remove only the bad regions and keep every intact batch after them, at its own offsets (the gap is reported); later segments stay. No broker does this.")
-@click.option("--index-interval-bytes", type=click.IntRange(0, 2147483647), default=4096, show_default=True, metavar="N", help="The topic's index.interval.bytes, for the rebuilt .index and .timeindex of a cut segment.")
-@click.option("--backup-dir", type=click.Path(file_okay=False, path_type=str), metavar="DIR", help="Where removed bytes and files go (default: kafkatool-backup-<log dir name>-<UTC time> beside each log dir).")
-@click.option("--force", is_flag=True, help="Skip the .lock check. Only for a copy you know no broker is using.")
-@click.option("--allow-transitional", is_flag=True, help="Also repair partition dirs named *-delete, *-future or *-stray.")
-@click.option("--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True, help="text: the plan, one block per partition that needs changes; jsonl: one JSON object per partition and a final summary.")
-@click.option("--quiet", "-q", is_flag=True, help="No summary and no progress bar on stderr.")
+@repair_options(
+    "partition",
+    index_help="The topic's index.interval.bytes, for the rebuilt .index and .timeindex of a cut segment.",
+    backup_help="Where removed bytes and files go (default: kafkatool-backup-<log dir name>-<UTC time> beside each log dir).",
+)
 def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir, force, allow_transitional, fmt, quiet) -> None:
     """Cut segments at the first batch that fails the walk or its CRC, as the broker's recovery
     after an unclean shutdown does, and trim what depends on the log end: the cut segment's

@@ -39,7 +39,7 @@ def _parse_kinds(ctx: click.Context, param: click.Parameter, value: str | None) 
     return kinds
 
 
-@click.command(context_settings={"max_content_width": 100})
+@click.command(context_settings={"max_content_width": 100}, short_help='Find every damaged region in segments, side files, partitions and log dirs.')
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=str))
 @click.option("--deep", is_flag=True, help="Decompress and decode every record (counts, varints, offsets, timestamps, headers, inner CRCs, control records).")
 @click.option("--format", "fmt", type=click.Choice(["text", "lines", "jsonl"]), default="text", show_default=True, help="text: a findings table; lines: one 'path:position: kind: message' line per finding; jsonl: one JSON object per finding and a final summary.")

@@ -1,0 +1,30 @@
+"""Options shared by the commands that write (reindex, truncate): defined once, as pip-tools does."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import click
+
+
+def repair_options(unit: str, index_help: str, backup_help: str) -> Callable:
+    """--execute, --index-interval-bytes, --backup-dir, --force, --allow-transitional, --format, --quiet.
+
+    ``unit`` names what one plan block / JSON object covers ("segment", "partition").
+    """
+    options = [
+        click.option("--execute", is_flag=True, help="Write the changes. Without it, print the plan and change nothing (exit status 1 when changes are needed)."),
+        click.option("--index-interval-bytes", type=click.IntRange(0, 2147483647), default=4096, show_default=True, metavar="N", help=index_help),
+        click.option("--backup-dir", type=click.Path(file_okay=False, path_type=str), metavar="DIR", help=backup_help),
+        click.option("--force", is_flag=True, help="Skip the .lock check. Only for a copy you know no broker is using."),
+        click.option("--allow-transitional", is_flag=True, help="Also repair partition dirs named *-delete, *-future or *-stray."),
+        click.option("--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True, help=f"text: the plan, one block per {unit} that needs changes; jsonl: one JSON object per {unit} and a final summary."),
+        click.option("--quiet", "-q", is_flag=True, help="No summary and no progress bar on stderr."),
+    ]
+
+    def decorate(f: Callable) -> Callable:
+        for option in reversed(options):
+            f = option(f)
+        return f
+
+    return decorate
