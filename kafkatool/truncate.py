@@ -27,6 +27,7 @@ forward: rename the temps that remain, move the files that remain).
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import shlex
@@ -467,21 +468,32 @@ class TruncateBackup(Backup):
     rewritten and moved originals back. Running it twice is harmless.
     """
 
-    def save_range(self, log_path: str, start: int, data: bytes, original_size: int, result_size: int, reason: str) -> RangeEntry:
+    def save_range(self, log_path: str, start: int, src, size: int, original_size: int, result_size: int, reason: str) -> RangeEntry:
+        """Copy ``size`` bytes of ``src`` (an open file of ``log_path``) from ``start`` into the
+        backup, streamed (memory stays flat), fsynced, and record where they came from."""
         log_path = os.path.abspath(log_path)
         d = self._ensure(os.path.basename(os.path.dirname(log_path)))
-        target = os.path.join(d, f"{os.path.basename(log_path)}.{start}-{start + len(data)}.bytes")
+        target = os.path.join(d, f"{os.path.basename(log_path)}.{start}-{start + size}.bytes")
         n = 0
         while os.path.exists(target):
             n += 1
-            target = os.path.join(d, f"{os.path.basename(log_path)}.{start}-{start + len(data)}.{n}.bytes")
+            target = os.path.join(d, f"{os.path.basename(log_path)}.{start}-{start + size}.{n}.bytes")
+        digest = hashlib.sha256()
+        src.seek(start)
+        left = size
         with open(target, "xb") as f:
-            f.write(data)
+            while left > 0:
+                piece = src.read(min(left, _COPY_CHUNK))
+                if not piece:
+                    raise RepairError(f"{log_path}: the file ended while backing up bytes [{start}, {start + size})")
+                f.write(piece)
+                digest.update(piece)
+                left -= len(piece)
             f.flush()
             os.fsync(f.fileno())
         _fsync_dir(d)
-        entry = RangeEntry(log_path, "bytes-removed", os.path.relpath(target, self.root), len(data), _sha256(data),
-                           reason=reason, start=start, end=start + len(data), original_size=original_size,
+        entry = RangeEntry(log_path, "bytes-removed", os.path.relpath(target, self.root), size, digest.hexdigest(),
+                           reason=reason, start=start, end=start + size, original_size=original_size,
                            result_size=result_size)
         self.entries.append(entry)
         self._write_index()
@@ -683,9 +695,8 @@ def apply_truncate(
     for c in plan.cuts:
         with open(c.log_path, "rb") as f:
             for r in c.removed:
-                f.seek(r.start)
-                data = f.read(r.size)  # one bad region; a whole discarded tail at most 2 GiB
-                backup.save_range(c.log_path, r.start, data, c.old_size, c.new_size, r.reason)
+                # streamed in chunks: a discarded tail can be most of a 2 GiB segment
+                backup.save_range(c.log_path, r.start, f, r.size, c.old_size, c.new_size, r.reason)
                 _fault_point("after backup")
     for r in plan.rewrites:
         backup.save(r.path, r.data, f"truncate: {r.kind} {r.detail}")
