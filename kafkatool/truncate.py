@@ -402,9 +402,15 @@ def plan_truncate(
 
 
 def plan_truncate_paths(
-    paths: Sequence[str], keep_valid_after: bool = False, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    paths: Sequence[str],
+    keep_valid_after: bool = False,
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    on_plan: Callable[[TruncatePlan, int], None] | None = None,
 ) -> list[TruncatePlan]:
-    """One plan per partition dir named by ``paths`` (segments, partition dirs, log dirs)."""
+    """One plan per partition dir named by ``paths`` (segments, partition dirs, log dirs).
+
+    ``on_plan(plan, segment_bytes)`` (optional) is called after each partition, for progress bars.
+    """
     by_dir: dict[str, list[str]] = {}
     for s in find_segments(paths):
         by_dir.setdefault(os.path.dirname(s), []).append(s)
@@ -412,7 +418,12 @@ def plan_truncate_paths(
         p = os.path.abspath(p)
         if os.path.isdir(p) and os.path.exists(os.path.join(p, TRUNCATE_JOURNAL)):
             by_dir.setdefault(p, [])
-    return [plan_truncate(d, keep_valid_after, index_interval_bytes, segments=segs) for d, segs in by_dir.items()]
+    plans = []
+    for d, segs in by_dir.items():
+        plans.append(plan_truncate(d, keep_valid_after, index_interval_bytes, segments=segs))
+        if on_plan is not None:
+            on_plan(plans[-1], sum(os.path.getsize(s) for s in segs))
+    return plans
 
 
 # ----------------------------------------------------------------------------- the backup

@@ -135,12 +135,25 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
         sys.stderr.write(f"kafkatool: error: {message}\n")
         sys.exit(ExitCode.USAGE)
 
-    status = None
+    progress = task = None
     if not quiet and sys.stderr.isatty():
-        status = _console(True).status("truncate: walking segments")
-        status.start()
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+        from kafkatool.repair import find_segments
+
+        progress = Progress(
+            TextColumn("truncate: planning"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+            TextColumn("{task.fields[n]} partitions"), console=_console(True), transient=True,
+        )
+        task = progress.add_task("truncate", total=sum(os.path.getsize(s) for s in find_segments(paths)), n=0)
+        progress.start()
+
+    def on_plan(plan, nbytes: int) -> None:
+        if progress is not None:
+            progress.update(task, advance=nbytes, n=progress.tasks[0].fields["n"] + 1)
+
     try:
-        plans = plan_truncate_paths(paths, keep_valid_after, index_interval_bytes)
+        plans = plan_truncate_paths(paths, keep_valid_after, index_interval_bytes, on_plan=on_plan)
         for p in plans:
             check_partition_dir(p.partition_dir, allow_transitional)
     except KafkaToolError as e:
@@ -148,8 +161,8 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
     except OSError as e:
         fail(f"{e.filename or ''}: {e.strerror or e}")
     finally:
-        if status is not None:
-            status.stop()
+        if progress is not None:
+            progress.stop()
 
     needing = [p for p in plans if p.needs_changes]
     reports = {}
