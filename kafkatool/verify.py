@@ -534,18 +534,14 @@ def _scan_chunks(scan: _Scanner, size: int) -> int:
     bounds.append(size)
     if len(bounds) < 3:
         return 0
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     facts = scan.facts
     jobs = [
         (path, bounds[i], bounds[i + 1], scan.base, opts, facts.wanted_positions, facts.wanted_offsets)
         for i in range(len(bounds) - 1)
     ]
-    # the children take the later chunks; this process checks the first one meanwhile
-    with ProcessPoolExecutor(len(jobs) - 1, mp_context=multiprocessing.get_context("fork")) as pool:
-        later = pool.map(_chunk_worker, jobs[1:])
-        results = [_chunk_worker(jobs[0]), *later]
+    # forked children take the later chunks; this process checks the first one meanwhile
+    children = [_fork_worker(job) for job in jobs[1:]]
+    results = [_chunk_worker(jobs[0]), *(_collect(child) for child in children)]
     part, findings = scan.part, scan.findings
     for (_p, start, end, *_rest), r in zip(jobs, results):
         if not r["clean"]:
@@ -576,6 +572,47 @@ def _scan_chunks(scan: _Scanner, size: int) -> int:
             part.on_bytes(end - start)
         scan.reported = end
     return size
+
+
+def _fork_worker(job) -> tuple[int, int]:
+    """Run :func:`_chunk_worker` in a forked child; return ``(pid, read end of its pipe)``.
+
+    A bare fork and a pipe: a process pool costs more than the chunk a child saves.
+    """
+    import pickle
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 0
+        try:
+            os.close(r)
+            try:
+                payload = pickle.dumps(("ok", _chunk_worker(job)), protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException as e:  # noqa: BLE001 - reported to the parent
+                payload = pickle.dumps(("error", f"{type(e).__name__}: {e}"))
+                code = 1
+            with os.fdopen(w, "wb") as f:
+                f.write(payload)
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, r
+
+
+def _collect(child: tuple[int, int]) -> dict:
+    """The result a :func:`_fork_worker` child sent; an unclean one if it failed."""
+    import pickle
+
+    pid, r = child
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    os.waitpid(pid, 0)
+    try:
+        status, result = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - a child that died: walk that chunk serially instead
+        return {"clean": False}
+    return result if status == "ok" else {"clean": False}
 
 
 def _chunk_worker(job) -> dict:
