@@ -567,11 +567,13 @@ class ReindexReport:
 
 
 def apply_reindex(plan: ReindexPlan, backup: Backup | str) -> ReindexReport:
-    """Apply ``plan`` crash-safely, then re-read what was written and re-plan.
+    """Apply ``plan`` crash-safely, then re-read what was written.
 
     The caller holds the :class:`LogDirLock`. Raises :class:`RepairError` when the files
-    on disk differ from the plan afterwards, or when a new plan is not all "unchanged"
-    (which would mean the segment changed under us).
+    on disk differ from the plan afterwards, or when the segment changed while they were
+    written (then a second plan could differ). The files are derived from the ``.log`` only,
+    so equal files and an unchanged ``.log`` mean a second run is a no-op, without walking
+    the segment again.
     """
     if isinstance(backup, str):
         backup = Backup(backup)
@@ -583,6 +585,7 @@ def apply_reindex(plan: ReindexPlan, backup: Backup | str) -> ReindexReport:
         if (None if now is None else _sha256(now)) != c.old_sha256 and c.action != "unchanged":
             raise RepairError("the file changed since it was planned; run again", path=c.path)
     todo = [(c.path, c.data) for c in plan.changes if c.action != "unchanged"]
+    log_before = os.stat(plan.log_path)
     prefix = os.path.basename(plan.log_path).split(".", 1)[0]
     # Leftovers first: a stale temp file must never be renamed; the bytes are re-derived instead.
     removed = []
@@ -615,9 +618,9 @@ def apply_reindex(plan: ReindexPlan, backup: Backup | str) -> ReindexReport:
                 expected=f"{c.new_size} bytes sha256 {_sha256(c.data)[:16]}",
                 found="missing" if on_disk is None else f"{len(on_disk)} bytes sha256 {_sha256(on_disk)[:16]}",
             )
-    again = plan_reindex(plan.log_path, plan.index_interval_bytes)
-    if again.needs_changes:
-        raise RepairError("re-verification failed: a second plan still finds changes", path=plan.log_path)
+    log_after = os.stat(plan.log_path)
+    if (log_after.st_size, log_after.st_mtime_ns) != (log_before.st_size, log_before.st_mtime_ns):
+        raise RepairError("re-verification failed: the segment changed while its indexes were written", path=plan.log_path)
     return ReindexReport(plan, tuple(p for p, _ in todo), tuple(removed), backup.root if todo else None, True)
 
 
