@@ -492,22 +492,23 @@ def plan_reindex(
     first = last = None
     reason: str | None = None
     with SegmentWalker(log_path) as walker:
+        add_batch = builder.add_batch
         for batch, _data in walker:
-            if not batch.crc_valid:
-                reason = (
-                    f"{log_path}:{batch.position}: batch CRC mismatch "
-                    f"(expected {batch.crc}, found {batch.computed_crc})"
-                )
+            # one unpack instead of property calls: this runs once per batch of the segment
+            # (a legacy entry's lastOffsetDelta is 0, so offset + delta is its last offset too)
+            (position, size, offset, _magic, crc, _attrs, lod, _bts, mts, _pid, _pepoch, _bseq, _count, _ple, computed) = batch
+            if crc != computed:
+                reason = f"{log_path}:{position}: batch CRC mismatch (expected {crc}, found {computed})"
                 break
             try:
-                builder.add_batch(batch.position, batch.size, batch.last_offset, batch.max_timestamp)
+                add_batch(position, size, offset + lod, mts)
             except IndexAppendError as e:
-                reason = f"{log_path}:{batch.position}: {e.message}"
+                reason = f"{log_path}:{position}: {e.message}"
                 break
             batches += 1
             if first is None:
-                first = batch.offset
-            last = batch.last_offset
+                first = offset
+            last = offset + lod
         log_size = walker.file_size
         stop = _describe_stop(walker, reason, builder.valid_bytes)
     new_index, new_time = builder.finish()
