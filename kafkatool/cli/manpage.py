@@ -779,7 +779,7 @@ _DUMP_JSONL = _join(
                 "One per batch of a `.log` or `.checkpoint` (one per shallow entry for magic 0 and 1). "
                 "`file`; `position`: byte position in the file; `size`: bytes including the 12-byte log "
                 "overhead; `baseOffset`: the first offset (for a compressed legacy wrapper, its first inner "
-                "record's offset when records are decoded, otherwise the wrapper's offset); `lastOffset`; "
+                "record's offset when records are decoded, otherwise `null`, since it needs decompressing); `lastOffset`; "
                 "`count`: the header's record count (`null` for magic 0 and 1); `magic`; `compresscodec`: "
                 "`none`, `gzip`, `snappy`, `lz4` or `zstd`; `timestampType`: `CreateTime`, `LogAppendTime` "
                 "or `NoTimestampType`; `maxTimestamp`; `baseSequence`; `lastSequence`; `producerId`; "
