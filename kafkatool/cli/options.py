@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Callable
+import sys
+from contextlib import contextmanager
+from typing import Callable, Iterator
 
 import click
 
@@ -28,3 +30,34 @@ def repair_options(unit: str, index_help: str, backup_help: str) -> Callable:
         return f
 
     return decorate
+
+
+@contextmanager
+def byte_progress(label: str, unit: str, total: int, quiet: bool) -> Iterator[Callable[[int], None]]:
+    """A Rich progress bar over bytes (and a count of ``unit``) on stderr while it is a terminal.
+
+    Yields ``advance(nbytes)``, to call once per item done; a no-op when there is no bar.
+    """
+    if quiet or not sys.stderr.isatty():
+        yield lambda nbytes: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+
+    progress = Progress(
+        TextColumn(label), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
+        TextColumn("{task.fields[n]} " + unit), console=Console(stderr=True, highlight=False, markup=False),
+        transient=True,
+    )
+    task = progress.add_task(label, total=total, n=0)
+    done = [0]
+
+    def advance(nbytes: int) -> None:
+        done[0] += 1
+        progress.update(task, advance=nbytes, n=done[0])
+
+    progress.start()
+    try:
+        yield advance
+    finally:
+        progress.stop()

@@ -10,13 +10,7 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import repair_options
-
-
-def _console(stderr: bool):
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False, markup=False)
+from kafkatool.cli.options import byte_progress, repair_options
 
 
 def _name(path: str) -> str:
@@ -143,30 +137,17 @@ def reindex(paths, execute, index_interval_bytes, backup_dir, force, allow_trans
     except OSError as e:
         fail(f"{e.filename or ''}: {e.strerror or e}")
 
-    progress = task = None
-    if not quiet and sys.stderr.isatty() and segments:
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-        progress = Progress(
-            TextColumn("reindex"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-            TextColumn("{task.fields[n]} segments"), console=_console(True), transient=True,
-        )
-        task = progress.add_task("reindex", total=sum(os.path.getsize(s) for s in segments), n=0)
-        progress.start()
-
     plans = []
     try:
-        for i, s in enumerate(segments):
-            plans.append(plan_reindex(s, index_interval_bytes))
-            if progress is not None:
-                progress.update(task, advance=plans[-1].log_size, n=i + 1)
+        total = sum(os.path.getsize(s) for s in segments)
+        with byte_progress("reindex", "segments", total, quiet or not segments) as advance:
+            for s in segments:
+                plans.append(plan_reindex(s, index_interval_bytes))
+                advance(plans[-1].log_size)
     except KafkaToolError as e:
         fail(str(e))
     except OSError as e:
         fail(f"{e.filename or ''}: {e.strerror or e}")
-    finally:
-        if progress is not None:
-            progress.stop()
 
     needing = [p for p in plans if p.needs_changes]
     reports = {}

@@ -10,13 +10,7 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import repair_options
-
-
-def _console(stderr: bool):
-    from rich.console import Console
-
-    return Console(stderr=stderr, highlight=False, markup=False)
+from kafkatool.cli.options import byte_progress, repair_options
 
 
 def _name(path: str) -> str:
@@ -135,34 +129,18 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
         sys.stderr.write(f"kafkatool: error: {message}\n")
         sys.exit(ExitCode.USAGE)
 
-    progress = task = None
-    if not quiet and sys.stderr.isatty():
-        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-
-        from kafkatool.repair import find_segments
-
-        progress = Progress(
-            TextColumn("truncate: planning"), BarColumn(), DownloadColumn(), TimeRemainingColumn(),
-            TextColumn("{task.fields[n]} partitions"), console=_console(True), transient=True,
-        )
-        task = progress.add_task("truncate", total=sum(os.path.getsize(s) for s in find_segments(paths)), n=0)
-        progress.start()
-
-    def on_plan(plan, nbytes: int) -> None:
-        if progress is not None:
-            progress.update(task, advance=nbytes, n=progress.tasks[0].fields["n"] + 1)
+    from kafkatool.repair import find_segments
 
     try:
-        plans = plan_truncate_paths(paths, keep_valid_after, index_interval_bytes, on_plan=on_plan)
+        total = sum(os.path.getsize(s) for s in find_segments(paths))
+        with byte_progress("truncate: planning", "partitions", total, quiet) as advance:
+            plans = plan_truncate_paths(paths, keep_valid_after, index_interval_bytes, on_plan=lambda _p, n: advance(n))
         for p in plans:
             check_partition_dir(p.partition_dir, allow_transitional)
     except KafkaToolError as e:
         fail(str(e))
     except OSError as e:
         fail(f"{e.filename or ''}: {e.strerror or e}")
-    finally:
-        if progress is not None:
-            progress.stop()
 
     needing = [p for p in plans if p.needs_changes]
     reports = {}
