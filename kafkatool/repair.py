@@ -44,6 +44,10 @@ from kafkatool.segment.index import (
     IndexAppendError,
     IndexBuilder,
 )
+from kafkatool.record.control import ControlType, decode_control_key
+from kafkatool.record.records import decode_batch_records
+from kafkatool.segment.snapshot import read_producer_snapshot
+from kafkatool.segment.txnindex import TXN_ENTRY_SIZE, AbortedTxn, encode_txn_index
 from kafkatool.segment.walk import SegmentWalker, WalkStop
 
 __all__ = [
@@ -451,6 +455,8 @@ class ReindexPlan:
     """Temp files and journals of an interrupted earlier run, removed by apply."""
     interrupted_backup: str | None = None
     """The backup dir an interrupted earlier run recorded in its journal."""
+    txn_unavailable: str | None = None
+    """Why the ``.txnindex`` cannot be rebuilt (the producer state at the base is unknown), or None."""
 
     @property
     def partition_dir(self) -> str:
@@ -491,9 +497,11 @@ def plan_reindex(
     batches = 0
     first = last = None
     reason: str | None = None
+    ongoing, txn_unavailable = _producer_state_at(log_path, base)
+    aborted: list[AbortedTxn] = []
     with SegmentWalker(log_path) as walker:
         add_batch = builder.add_batch
-        for batch, _data in walker:
+        for batch, data in walker:
             # one unpack instead of property calls: this runs once per batch of the segment
             # (a legacy entry's lastOffsetDelta is 0, so offset + delta is its last offset too)
             (position, size, offset, _magic, crc, _attrs, lod, _bts, mts, _pid, _pepoch, _bseq, _count, _ple, computed) = batch
@@ -509,6 +517,8 @@ def plan_reindex(
             if first is None:
                 first = offset
             last = offset + lod
+            if _attrs & 0x10 and ongoing is not None:
+                _track_transactions(batch, data, ongoing, aborted)
         log_size = walker.file_size
         stop = _describe_stop(walker, reason, builder.valid_bytes)
     new_index, new_time = builder.finish()
@@ -534,6 +544,20 @@ def plan_reindex(
             )
         )
     txn = str(names.sibling(log_path, ".txnindex"))
+    if ongoing is not None:
+        # the aborted-transaction index, as recovery rebuilds it from the control batches (§9)
+        data = encode_txn_index(aborted)
+        old = _read_or_none(txn)
+        if old is None:
+            action = "create" if data else None
+        else:
+            action = "unchanged" if old == data else "rewrite"
+        if action is not None:
+            changes.append(FileChange(
+                txn, "txnindex", action, None if old is None else len(old), len(data),
+                None if old is None else len(old) // TXN_ENTRY_SIZE, len(data) // TXN_ENTRY_SIZE,
+                data, None if old is None else _sha256(old),
+            ))
     prefix = os.path.basename(log_path).split(".", 1)[0]
     directory = os.path.dirname(log_path)
     leftovers = []
@@ -550,7 +574,84 @@ def plan_reindex(
     return ReindexPlan(
         log_path, base, index_interval_bytes, log_size, builder.valid_bytes, batches, first, last,
         tuple(changes), stop, txn if os.path.exists(txn) else None, tuple(leftovers), interrupted_backup,
+        txn_unavailable,
     )
+
+
+def _producer_state_at(log_path: str, base: int) -> tuple[dict[int, int] | None, str | None]:
+    """The open transactions (producer id -> first offset) at the segment's base, or
+    ``(None, why)`` when they cannot be known (§9: a segment's txn index cannot be rebuilt
+    from that segment alone).
+
+    Like the broker's load (§12.4): the segment's own ``<base>.snapshot``, else a replay of
+    the earlier segments from the latest snapshot at or below one of their bases (or from the
+    partition's first segment, which starts with no open transaction).
+    """
+    directory = os.path.dirname(log_path)
+    snapshot = os.path.join(directory, names.segment_file_name(base, ".snapshot"))
+    if os.path.exists(snapshot):
+        return _open_txns(snapshot)
+    earlier = sorted(
+        (names.parse_base_offset(n), os.path.join(directory, n))
+        for n in os.listdir(directory)
+        if n.endswith(".log") and n.split(".", 1)[0].isdigit() and names.parse_base_offset(n) < base
+    )
+    if not earlier:
+        return {}, None  # the log starts here: no transaction can be open yet
+    start = 0
+    state: dict[int, int] = {}
+    for i in range(len(earlier) - 1, -1, -1):
+        snap_path = os.path.join(directory, names.segment_file_name(earlier[i][0], ".snapshot"))
+        if os.path.exists(snap_path):
+            state, why = _open_txns(snap_path)
+            if state is None:
+                return None, why
+            start = i
+            break
+    for _b, path in earlier[start:]:
+        with SegmentWalker(path) as walker:
+            for batch, data in walker:
+                if batch.crc != batch.computed_crc:
+                    return None, f"{path}:{batch.position}: a bad batch in an earlier segment hides the producer state"
+                if batch.attributes & 0x10:
+                    _track_transactions(batch, data, state, None)
+            if walker.stop is WalkStop.ERROR:
+                return None, f"{path}: an earlier segment cannot be read to its end ({walker.error})"
+    return state, None
+
+
+def _open_txns(snapshot_path: str) -> tuple[dict[int, int] | None, str | None]:
+    try:
+        snap = read_producer_snapshot(snapshot_path)
+    except KafkaToolError as e:
+        return None, f"the producer snapshot cannot be read: {e}"
+    return {e.producer_id: e.current_txn_first_offset for e in snap.entries if e.current_txn_first_offset >= 0}, None
+
+
+def _track_transactions(batch, data, ongoing: dict[int, int], aborted: list[AbortedTxn] | None) -> None:
+    """Update the open transactions with one transactional batch; record ABORTs (§9)."""
+    pid = batch.producer_id
+    if pid < 0:
+        return
+    if not batch.attributes & 0x20:
+        ongoing.setdefault(pid, batch.offset)
+        return
+    if data is None:
+        return
+    try:
+        records = decode_batch_records(batch, data)
+        kind = decode_control_key(records[0].key)[1] if records else None
+    except KafkaToolError:
+        return  # a malformed marker: recovery would stop here; the walk's CRC check already passed
+    if kind == ControlType.ABORT:
+        began = ongoing.pop(pid, None)
+        if began is not None and aborted is not None:
+            marker = records[0].offset
+            others = [o for p, o in ongoing.items() if p != pid]
+            # lastStableOffset: the earliest still-open transaction of another producer, else marker + 1
+            aborted.append(AbortedTxn(0, pid, began, marker, min(others) if others else marker + 1))
+    elif kind == ControlType.COMMIT:
+        ongoing.pop(pid, None)
 
 
 # ----------------------------------------------------------------------------- reindex: apply

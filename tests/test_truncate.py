@@ -36,6 +36,15 @@ SEG0 = "00000000000000000000"
 INTERVAL = "1024"
 
 
+def indexes_agree(part) -> bool:
+    """reindex finds nothing to change in the .index/.timeindex files (this module's synthetic
+    .txnindex entries name no real ABORT marker, so reindex would rebuild those from the log)."""
+    from kafkatool.repair import plan_reindex
+
+    plans = [plan_reindex(str(log), int(INTERVAL)) for log in sorted(part.glob("*.log"))]
+    return all(c.action == "unchanged" for p in plans for c in p.changes if c.kind in ("index", "timeindex"))
+
+
 def name(base: int, suffix: str) -> str:
     return f"{base:020d}{suffix}"
 
@@ -249,7 +258,7 @@ def test_dependent_files_trimmed_and_later_segments_moved(run, tmp_path: Path) -
     for suffix in (".log", ".index", ".timeindex", ".txnindex", ".snapshot"):
         assert (bk / "t-0" / name(36, suffix)).read_bytes() == original[name(36, suffix)]
     assert (bk / "t-0" / name(48, ".snapshot")).read_bytes() == original[name(48, ".snapshot")]
-    assert run("reindex", "--index-interval-bytes", INTERVAL, str(part)).code == 0
+    assert indexes_agree(part)
     assert run("truncate", "--index-interval-bytes", INTERVAL, str(part)).code == 0
     restore(bk)
     assert without_lock(state(part)) == original
@@ -281,7 +290,7 @@ def test_keep_valid_after_keeps_every_intact_batch(run, tmp_path: Path) -> None:
     assert [(e["start"], e["end"]) for e in manifest["files"] if e["action"] == "bytes-removed"] == [
         (bs[1][0], bs[2][0]), (bs[4][0], bs[5][0])]
     assert run("truncate", "--keep-valid-after", "--index-interval-bytes", INTERVAL, str(part)).code == 0
-    assert run("reindex", "--index-interval-bytes", INTERVAL, str(part)).code == 0
+    assert indexes_agree(part)
     read_with_kafka_python(seg1.read_bytes(), [o for _p, _s, b, last in kept for o in range(b, last + 1)])
     read_with_aiokafka(seg1.read_bytes(), [o for _p, _s, b, last in kept for o in range(b, last + 1)])
     restore(bk)

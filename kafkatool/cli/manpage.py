@@ -1107,14 +1107,14 @@ _REINDEX_PLAN = _join(
         ("rewrite", "`bytes [0, <old size>) replaced by <new size> bytes, <old> -> <new> entries`: the whole file is replaced."),
         ("create", "The file is missing and will be written."),
         ("remove", "A `.kafkatool-tmp` or `.kafkatool-journal` file left by an interrupted run; it is deleted."),
-        ("leave", "The `.txnindex` is left unchanged: rebuilding it needs producer state and is not done here."),
+        ("leave", "The `.txnindex` is not rebuilt, because the transactions open at the segment's base cannot be known: there is no `<base>.snapshot` and an earlier segment cannot be replayed (§9 of the spec: a segment's transaction index cannot be rebuilt from that segment alone). Otherwise the `.txnindex` is rebuilt from the ABORT markers like the other files, with the lastStableOffset recovery computes."),
         ("bad tail", "The walk stopped before the end of the `.log` (a CRC mismatch, a size below 14, an offset the index cannot take, a partial batch). The indexes cover only the valid bytes before it, as the broker's recovery would build them; the `.log` is never changed. `kafkatool truncate` removes such a tail."),
     ]),
     para(
         "After `--execute` each block ends with a `done` line. `--format jsonl` prints one `reindex_segment` "
         "object per segment (every segment, changed or not: `segment`, `base_offset`, `batches`, `first_offset`, "
         "`last_offset`, `log_size`, `valid_bytes`, `bad_tail`, `files` with `action`, sizes, entry counts and "
-        "sha256 of old and new bytes, `txnindex`, `leftovers`, `needs_changes`, and after `--execute` `written`, "
+        "sha256 of old and new bytes, `txnindex_not_rebuilt` (why, or null), `leftovers`, `needs_changes`, and after `--execute` `written`, "
         "`removed`, `backup_dir`, `verified`) and a final `reindex_summary` object. A summary goes to standard "
         "error unless `--quiet`, and a progress bar while standard error is a terminal."
     ),
@@ -1536,9 +1536,9 @@ _RB_INDEX = _runbook(
         (
             "Dry run, with the topic's `index.interval.bytes`:",
             f"$ kafkatool reindex --index-interval-bytes 4096 {_PART}",
-            "One block per segment that needs a change: `rewrite` or `create` for the `.index` and `.timeindex`, "
-            "`leave` for the `.txnindex`. A `bad tail` line means the `.log` is damaged: run `kafkatool truncate` "
-            "first.",
+            "One block per segment that needs a change: `rewrite` or `create` for the `.index`, `.timeindex` and "
+            "`.txnindex` (`leave` when the producer state it needs is unknown). A `bad tail` line means the `.log` "
+            "is damaged: run `kafkatool truncate` first.",
         ),
         (
             "Apply and check:",
@@ -1553,7 +1553,7 @@ _RB_INDEX = _runbook(
             "its `.index`, `.timeindex` and `.txnindex`, and also truncates the segment at its first bad batch, "
             "silently and without a backup. Deleting only a `.timeindex` does not trigger that: the broker creates "
             "an empty one and keeps it empty. So delete the `.index` when `kafkatool verify` shows the `.log` clean, "
-            "the `.txnindex` needs rebuilding too (reindex leaves it), or you cannot run kafkatool on the host; the "
+            "reindex says it cannot rebuild the `.txnindex` (`leave`), or you cannot run kafkatool on the host; the "
             "broker's start then takes longer for each such segment.",
             "Use `kafkatool reindex` to see the change before making it, to keep the originals, to rebuild a "
             "`.timeindex`, and to be sure the `.log` is not touched: it builds the same files the broker's recovery "

@@ -38,8 +38,9 @@ def plan_lines(plan) -> list[str]:
         lines.append(f"  remove    {_name(p)}: left by an interrupted kafkatool run")
     if plan.interrupted_backup:
         lines.append(f"  note      the interrupted run kept its originals in {plan.interrupted_backup}")
-    if plan.txnindex:
-        lines.append(f"  leave     {_name(plan.txnindex)}: unchanged (reindex does not rebuild the transaction index)")
+    if plan.txn_unavailable:
+        txn = plan.txnindex or plan.log_path[: -len(".log")] + ".txnindex"
+        lines.append(f"  leave     {_name(txn)}: not rebuilt: the producer state at the segment's base is unknown ({plan.txn_unavailable})")
     if plan.bad_tail:
         lines.append(
             f"  bad tail  bytes [{plan.valid_bytes}, {plan.log_size}) ({plan.bad_tail_bytes} bytes) are not indexed, "
@@ -80,7 +81,7 @@ def plan_object(plan, report=None, error: str | None = None) -> dict:
             }
             for c in plan.changes
         ],
-        "txnindex": None if not plan.txnindex else {"path": plan.txnindex, "action": "left unchanged"},
+        "txnindex_not_rebuilt": plan.txn_unavailable,
         "leftovers": list(plan.leftovers),
         "needs_changes": plan.needs_changes,
     }
@@ -103,7 +104,9 @@ def reindex(paths, execute, index_interval_bytes, backup_dir, force, allow_trans
     """Rebuild the offset index (.index) and time index (.timeindex) of segments, partition
     directories or whole log dirs exactly as the broker's recovery does: an entry whenever more
     than --index-interval-bytes have passed since the last one, the final time-index entry, and
-    trimmed files of exact length. The .log and the .txnindex are never changed.
+    trimmed files of exact length; and the .txnindex from the ABORT markers when the producer state
+    at the segment's base is known (its own .snapshot, or a replay of the earlier segments). The .log
+    is never changed.
 
     Without --execute this is a dry run: it prints what would be created or rewritten and changes
     nothing. With --execute every replaced file is first copied to a backup directory, new files are
