@@ -25,7 +25,7 @@ class ExitCode(IntEnum):
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="kafkatool")
 def cli() -> None:
-    """Offline tools for Apache Kafka log directories: dump, verify, repair and convert segments
+    """Offline tools for Apache Kafka log directories: dump, verify, reindex and truncate segments
     without a JVM and without a running broker."""
 
 
