@@ -6,6 +6,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Shared machines and CI run slower now and then: no per-example deadline (a slow example
+# is not a failure), and no health check for slow data generation.
+settings.register_profile("kafkatool", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kafkatool")
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "logdir"
