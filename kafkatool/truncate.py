@@ -406,13 +406,15 @@ def plan_truncate_paths(
     keep_valid_after: bool = False,
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     on_plan: Callable[[TruncatePlan, int], None] | None = None,
+    segments: Sequence[str] | None = None,
 ) -> list[TruncatePlan]:
     """One plan per partition dir named by ``paths`` (segments, partition dirs, log dirs).
 
     ``on_plan(plan, segment_bytes)`` (optional) is called after each partition, for progress bars.
+    ``segments`` is ``find_segments(paths)`` when the caller already has it.
     """
     by_dir: dict[str, list[str]] = {}
-    for s in find_segments(paths):
+    for s in find_segments(paths) if segments is None else segments:
         by_dir.setdefault(os.path.dirname(s), []).append(s)
     for p in paths:  # a partition dir holding only leftovers of an interrupted run
         p = os.path.abspath(p)

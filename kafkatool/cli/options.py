@@ -61,3 +61,28 @@ def byte_progress(label: str, unit: str, total: int, quiet: bool) -> Iterator[Ca
         yield advance
     finally:
         progress.stop()
+
+
+@contextmanager
+def exit_on_error(out, on_refusal: Callable[[], None] | None = None) -> Iterator[None]:
+    """A KafkaToolError or OSError in the block ends the command: standard output is flushed,
+    one ``kafkatool: error: ...`` line goes to standard error, and the exit status is 2 (bad
+    usage, an I/O error or a refusal). ``on_refusal`` runs first for a KafkaToolError (to
+    report what was already done)."""
+    from kafkatool.cli.main import ExitCode
+    from kafkatool.errors import KafkaToolError
+
+    try:
+        yield
+    except KafkaToolError as e:
+        if on_refusal is not None:
+            on_refusal()
+        _exit(out, str(e), ExitCode.USAGE)
+    except OSError as e:
+        _exit(out, f"{e.filename or ''}: {e.strerror or e}", ExitCode.USAGE)
+
+
+def _exit(out, message: str, code: int) -> None:
+    out.flush()
+    sys.stderr.write(f"kafkatool: error: {message}\n")
+    sys.exit(code)

@@ -10,7 +10,7 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import byte_progress, repair_options
+from kafkatool.cli.options import byte_progress, exit_on_error, repair_options
 
 
 def _name(path: str) -> str:
@@ -114,7 +114,6 @@ def reindex(paths, execute, index_interval_bytes, backup_dir, force, allow_trans
     re-verified. Exit status: 0 nothing to change or changes applied, 1 a dry run found changes,
     2 bad usage, an I/O error, or a refusal (a live broker holds the log dir, a transitional dir).
     """
-    from kafkatool.errors import KafkaToolError
     from kafkatool.repair import (
         apply_all,
         check_partition_dir,
@@ -126,50 +125,36 @@ def reindex(paths, execute, index_interval_bytes, backup_dir, force, allow_trans
     out = sys.stdout
     started = time.time()
 
-    def fail(message: str) -> None:
-        out.flush()
-        sys.stderr.write(f"kafkatool: error: {message}\n")
-        sys.exit(ExitCode.USAGE)
-
-    try:
+    with exit_on_error(out):
         segments = find_segments(paths)
         for d in dict.fromkeys(os.path.dirname(s) for s in segments):
             check_partition_dir(d, allow_transitional)
-    except KafkaToolError as e:
-        fail(str(e))
-    except OSError as e:
-        fail(f"{e.filename or ''}: {e.strerror or e}")
 
     plans = []
-    try:
+    with exit_on_error(out):
         total = sum(os.path.getsize(s) for s in segments)
         with byte_progress("reindex", "segments", total, quiet or not segments) as advance:
             for s in segments:
                 plans.append(plan_reindex(s, index_interval_bytes))
                 advance(plans[-1].log_size)
-    except KafkaToolError as e:
-        fail(str(e))
-    except OSError as e:
-        fail(f"{e.filename or ''}: {e.strerror or e}")
 
     needing = [p for p in plans if p.needs_changes]
     reports = {}
     backup_roots: set[str] = set()
+
+    def report_done() -> None:  # say what was done before the refusal or failure
+        for p in needing:
+            if p.log_path in reports and fmt == "jsonl":
+                out.write(json.dumps(plan_object(p, reports[p.log_path])) + "\n")
+
     if execute and needing:
         stamp = time.time()
         chooser = backup_dir if backup_dir else (lambda log_dir: default_backup_dir(log_dir, stamp))
-        try:
+        with exit_on_error(out, report_done):
             for r in apply_all(needing, chooser, force=force, allow_transitional=allow_transitional):
                 reports[r.plan.log_path] = r
                 if r.backup_dir:
                     backup_roots.add(r.backup_dir)
-        except KafkaToolError as e:
-            for p in needing:  # say what was done before the refusal or failure
-                if p.log_path in reports and fmt == "jsonl":
-                    out.write(json.dumps(plan_object(p, reports[p.log_path])) + "\n")
-            fail(str(e))
-        except OSError as e:
-            fail(f"{e.filename or ''}: {e.strerror or e}")
 
     written = sum(len(r.written) for r in reports.values())
     if fmt == "jsonl":

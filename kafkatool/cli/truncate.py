@@ -10,7 +10,7 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import byte_progress, repair_options
+from kafkatool.cli.options import byte_progress, exit_on_error, repair_options
 
 
 def _name(path: str) -> str:
@@ -117,47 +117,37 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
     nothing to change or changes applied, 1 a dry run found changes, 2 bad usage, an I/O error, or
     a refusal (a live broker holds the log dir, a transitional dir).
     """
-    from kafkatool.errors import KafkaToolError
-    from kafkatool.repair import check_partition_dir, default_backup_dir
+    from kafkatool.repair import check_partition_dir, default_backup_dir, find_segments
     from kafkatool.truncate import apply_truncate_all, plan_truncate_paths
 
     out = sys.stdout
     started = time.time()
 
-    def fail(message: str) -> None:
-        out.flush()
-        sys.stderr.write(f"kafkatool: error: {message}\n")
-        sys.exit(ExitCode.USAGE)
-
-    from kafkatool.repair import find_segments
-
-    try:
-        total = sum(os.path.getsize(s) for s in find_segments(paths))
+    with exit_on_error(out):
+        segments = find_segments(paths)
+        total = sum(os.path.getsize(s) for s in segments)
         with byte_progress("truncate: planning", "partitions", total, quiet) as advance:
-            plans = plan_truncate_paths(paths, keep_valid_after, index_interval_bytes, on_plan=lambda _p, n: advance(n))
+            plans = plan_truncate_paths(
+                paths, keep_valid_after, index_interval_bytes, on_plan=lambda _p, n: advance(n), segments=segments
+            )
         for p in plans:
             check_partition_dir(p.partition_dir, allow_transitional)
-    except KafkaToolError as e:
-        fail(str(e))
-    except OSError as e:
-        fail(f"{e.filename or ''}: {e.strerror or e}")
 
     needing = [p for p in plans if p.needs_changes]
     reports = {}
+
+    def report_done() -> None:  # say what was done before the refusal or failure
+        for p in needing:
+            if p.partition_dir in reports and fmt == "jsonl":
+                out.write(json.dumps(plan_object(p, reports[p.partition_dir])) + "\n")
+
     if execute and needing:
         stamp = time.time()
         chooser = backup_dir if backup_dir else (lambda log_dir: default_backup_dir(log_dir, stamp))
-        try:
+        with exit_on_error(out, report_done):
             for r in apply_truncate_all(needing, chooser, force=force, allow_transitional=allow_transitional,
                                         index_interval_bytes=index_interval_bytes):
                 reports[r.plan.partition_dir] = r
-        except KafkaToolError as e:
-            for p in needing:
-                if p.partition_dir in reports and fmt == "jsonl":
-                    out.write(json.dumps(plan_object(p, reports[p.partition_dir])) + "\n")
-            fail(str(e))
-        except OSError as e:
-            fail(f"{e.filename or ''}: {e.strerror or e}")
     backup_roots = sorted({r.backup_dir for r in reports.values() if r.backup_dir})
     if fmt == "jsonl":
         for p in plans:
