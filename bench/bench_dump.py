@@ -449,6 +449,40 @@ def evaluate_targets(results: list[Result]) -> list[dict]:
 # --------------------------------------------------------------------------- main
 
 
+
+def announce_under_test(log, kt_location: str, started_versions: dict, snapshot: str | None, extra: str = "") -> tuple | None:
+    """Log which kafkatool the children import and warn about a busy machine; return the load
+    average at the start, or None when the children would not import the snapshot (the run
+    must stop). Shared by every bench script."""
+    log(f"kafkatool under test: {kt_location} (commit {started_versions.get('kafkatool_commit')}"
+        f"{', uncommitted changes' if started_versions.get('kafkatool_dirty') else ''},"
+        f" source {started_versions['kafkatool_source']}){extra}")
+    if snapshot is not None and not kt_location.startswith(snapshot):
+        log(f"error: the children import kafkatool from {kt_location}, not from the snapshot {snapshot}")
+        return None
+    load = os.getloadavg()
+    if load[0] > 0.5:
+        log(f"warning: load average {load[0]:.2f} before starting: other work shares the {os.cpu_count()} CPUs; expect noise")
+    return load
+
+
+def print_targets(targets: list[dict]) -> None:
+    print("targets (from the issue):")
+    for t in targets:
+        note = f"  ({t['note']})" if t["note"] else ""
+        print(f"  [{t['status']:>4}] {t['target']}: {t['variant']} -> {t['measured']}{note}")
+
+
+def note_source_change(started_versions: dict, snapshot: str | None) -> str:
+    """Say so when kafkatool's working tree changed while the benchmark ran; return its fingerprint now."""
+    end_source = source_fingerprint(os.path.join(REPO, "kafkatool"))
+    if end_source != started_versions["kafkatool_source"]:
+        print(
+            f"note: kafkatool's working tree changed during the run ({started_versions['kafkatool_source']} -> {end_source});"
+            + (" the snapshot taken at the start was measured throughout" if snapshot else " results mix code versions (--live)")
+        )
+    return end_source
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--root", default=gen.DEFAULT_ROOT, help=f"where the segments live (default {gen.DEFAULT_ROOT})")
@@ -481,15 +515,9 @@ def main(argv: list[str] | None = None) -> int:
     kt_info = child_kafkatool_info()
     kt_location = kt_info["location"]
     started_versions["kafkatool_speedups"] = kt_info["speedups"]
-    log(f"kafkatool under test: {kt_location} (commit {started_versions.get('kafkatool_commit')}"
-        f"{', uncommitted changes' if started_versions.get('kafkatool_dirty') else ''},"
-        f" source {started_versions['kafkatool_source']})")
-    if snapshot is not None and not kt_location.startswith(snapshot):
-        log(f"error: the children import kafkatool from {kt_location}, not from the snapshot {snapshot}")
+    load = announce_under_test(log, kt_location, started_versions, snapshot)
+    if load is None:
         return 2
-    load = os.getloadavg()
-    if load[0] > 0.5:
-        log(f"warning: load average {load[0]:.2f} before starting: other work shares the {os.cpu_count()} CPUs; expect noise")
     log(f"segments under {root}:")
     segments = gen.ensure_segments(root, gen.select_variants(args.variants), args.quick, args.seed, log)
     label = {s.path: gen.VARIANTS[s.variant].dir_name(s.target_mib) for s in segments}
@@ -567,10 +595,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("fixed cost (empty segment): " + ", ".join(f"{t} {s:.3f} s" for t, s in fixed.items()))
     print()
-    print("targets (from the issue):")
-    for t in targets:
-        note = f"  ({t['note']})" if t["note"] else ""
-        print(f"  [{t['status']:>4}] {t['target']}: {t['variant']} -> {t['measured']}{note}")
+    print_targets(targets)
     print()
     if args.no_check:
         print("checks: skipped (--no-check)")
@@ -586,12 +611,7 @@ def main(argv: list[str] | None = None) -> int:
             if not c.ok:
                 print(f"  FAILED {c.variant} {c.mode} {c.tool}: {c.note}")
 
-    end_source = source_fingerprint(os.path.join(REPO, "kafkatool"))
-    if end_source != started_versions["kafkatool_source"]:
-        print(
-            f"note: kafkatool's working tree changed during the run ({started_versions['kafkatool_source']} -> {end_source});"
-            + (" the snapshot taken at the start was measured throughout" if snapshot else " results mix code versions (--live)")
-        )
+    end_source = note_source_change(started_versions, snapshot)
     os.makedirs(args.out, exist_ok=True)
     out_path = os.path.join(args.out, f"dump-{started.strftime('%Y%m%d-%H%M%S')}.json")
     report = {

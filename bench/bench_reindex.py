@@ -282,15 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     bd.set_child_env(root, snapshot)
     kt_info = bd.child_kafkatool_info()
     kt_location = kt_info["location"]
-    log(f"kafkatool under test: {kt_location} (commit {started_versions.get('kafkatool_commit')}"
-        f"{', uncommitted changes' if started_versions.get('kafkatool_dirty') else ''},"
-        f" source {started_versions['kafkatool_source']}); command {bd.kafkatool_exe()[0]}")
-    if snapshot is not None and not kt_location.startswith(snapshot):
-        log(f"error: the children import kafkatool from {kt_location}, not from the snapshot {snapshot}")
+    load = bd.announce_under_test(log, kt_location, started_versions, snapshot, f"; command {bd.kafkatool_exe()[0]}")
+    if load is None:
         return 2
-    load = os.getloadavg()
-    if load[0] > 0.5:
-        log(f"warning: load average {load[0]:.2f} before starting: other work shares the {os.cpu_count()} CPUs; expect noise")
     variants = gen.select_variants(args.variants)
     if bad := [v.name for v in variants if v.codec != 0]:
         ap.error(f"reindex does not decompress: only uncompressed variants make sense here, not {', '.join(bad)}")
@@ -374,10 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("fixed cost (empty segment): " + ", ".join(f"{k} {v:.3f} s" for k, v in fixed.items()))
     print()
-    print("targets (from the issue):")
-    for t in targets:
-        note = f"  ({t['note']})" if t["note"] else ""
-        print(f"  [{t['status']:>4}] {t['target']}: {t['variant']} -> {t['measured']}{note}")
+    bd.print_targets(targets)
     print()
     if args.no_check:
         print("checks: skipped (--no-check)")
@@ -385,10 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"checks: {'all passed' if checks_ok else 'FAILED'} — rebuilt .index identical to the independent"
               f" derivation in {sum(1 for c in checks if c.get('index_identical'))}/{len(checks)}")
 
-    end_source = bd.source_fingerprint(os.path.join(REPO, "kafkatool"))
-    if end_source != started_versions["kafkatool_source"]:
-        print(f"note: kafkatool's working tree changed during the run ({started_versions['kafkatool_source']} -> {end_source});"
-              + (" the snapshot taken at the start was measured throughout" if snapshot else " results mix code versions (--live)"))
+    end_source = bd.note_source_change(started_versions, snapshot)
     os.makedirs(args.out, exist_ok=True)
     out_path = os.path.join(args.out, f"reindex-{started.strftime('%Y%m%d-%H%M%S')}.json")
     report = {

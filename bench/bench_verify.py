@@ -303,15 +303,9 @@ def main(argv: list[str] | None = None) -> int:
     bd.set_child_env(root, snapshot)
     kt_info = bd.child_kafkatool_info()
     started_versions["kafkatool_speedups"] = kt_info["speedups"]
-    log(f"kafkatool under test: {kt_info['location']} (commit {started_versions.get('kafkatool_commit')}"
-        f"{', uncommitted changes' if started_versions.get('kafkatool_dirty') else ''},"
-        f" source {started_versions['kafkatool_source']})")
-    if snapshot is not None and not kt_info["location"].startswith(snapshot):
-        log(f"error: the children import kafkatool from {kt_info['location']}, not from the snapshot {snapshot}")
+    load = bd.announce_under_test(log, kt_info["location"], started_versions, snapshot)
+    if load is None:
         return 2
-    load = os.getloadavg()
-    if load[0] > 0.5:
-        log(f"warning: load average {load[0]:.2f} before starting: other work shares the {os.cpu_count()} CPUs; expect noise")
     log(f"segments under {root}:")
     segments = gen.ensure_segments(root, gen.select_variants(args.variants), args.quick, args.seed, log)
     label = {s.path: gen.VARIANTS[s.variant].dir_name(s.target_mib) for s in segments}
@@ -422,10 +416,7 @@ def main(argv: list[str] | None = None) -> int:
             if not c["ok"]:
                 print(f"  FAILED {c['variant']} {c['tool']}: {c['note']}")
 
-    end_source = bd.source_fingerprint(os.path.join(REPO, "kafkatool"))
-    if end_source != started_versions["kafkatool_source"]:
-        print(f"note: kafkatool's working tree changed during the run ({started_versions['kafkatool_source']} -> {end_source});"
-              + (" the snapshot taken at the start was measured throughout" if snapshot else " results mix code versions (--live)"))
+    end_source = bd.note_source_change(started_versions, snapshot)
     os.makedirs(args.out, exist_ok=True)
     out_path = os.path.join(args.out, f"verify-{started.strftime('%Y%m%d-%H%M%S')}.json")
     report = {
