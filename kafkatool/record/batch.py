@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from kafkatool.record.compression import codec_name
 
-__all__ = ["Batch", "Record", "TimestampType", "timestamp_type_name", "increment_sequence"]
+__all__ = ["Batch", "Record", "TIMESTAMP_TYPE_NAMES", "increment_sequence"]
 
 LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -24,18 +24,8 @@ CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 
 
-class TimestampType:
-    NO_TIMESTAMP_TYPE = -1
-    CREATE_TIME = 0
-    LOG_APPEND_TIME = 1
-
-
-_TS_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
-
-
-def timestamp_type_name(ts_type: int) -> str:
-    """Kafka's ``TimestampType.toString``."""
-    return _TS_NAMES[ts_type]
+#: Kafka's ``TimestampType.toString`` for each timestamp type id.
+TIMESTAMP_TYPE_NAMES = {NO_TIMESTAMP_TYPE: "NoTimestampType", CREATE_TIME: "CreateTime", LOG_APPEND_TIME: "LogAppendTime"}
 
 
 def increment_sequence(sequence: int, increment: int) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Iterable, NamedTuple, Sequence
 
-from kafkatool.errors import CompressionError, CorruptRecordError, InvalidRecordError
+from kafkatool.errors import CompressionError, InvalidRecordError
 from kafkatool.record.batch import V2_HEADER_SIZE, Batch, Record, increment_sequence
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, compress, decompress
 from kafkatool.record.crc import crc32c
@@ -413,11 +413,3 @@ def encode_batch(
     crc = crc32c(header_wo_crc[CRC_START:] + body)
     return header_wo_crc[:17] + struct.pack(">I", crc) + header_wo_crc[CRC_START:] + body
 
-
-def check_batch_size(size: int, position: int = 0) -> None:
-    """Raise like ``ensureValid`` when a v2 batch is smaller than its header."""
-    if size < V2_HEADER_SIZE:
-        raise CorruptRecordError(
-            f"Record batch is corrupt (the size {size} is smaller than the minimum allowed overhead 61)",
-            position=position,
-        )

@@ -6,13 +6,13 @@ import base64
 import json
 
 from kafkatool import dump as d
-from kafkatool.record.batch import Batch, Record
+from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record
 from kafkatool.record.compression import codec_name
 from kafkatool.record.control import control_type_name
 
 __all__ = ["JsonlRenderer", "batch_object", "record_object"]
 
-_TS = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+_TS = TIMESTAMP_TYPE_NAMES
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kafkatool import dump as d
-from kafkatool.record.batch import Batch, Record, increment_sequence
+from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record, increment_sequence
 from kafkatool.record.control import control_type_name, kafka_json
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import (
@@ -24,7 +24,7 @@ from kafkatool.render.sidefiles import (
 __all__ = ["TextRenderer", "batch_line", "record_line"]
 
 _BOOL = {True: "true", False: "false"}
-_TS = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+_TS = TIMESTAMP_TYPE_NAMES
 
 
 _string_decoder = DECODERS["string"]

@@ -42,9 +42,7 @@ except ImportError:  # pragma: no cover - depends on the build
 
 DEFAULT_WINDOW = 1 << 20  # small enough that CRC reads bytes still in L2 (PERF.md)
 DEFAULT_MAX_BATCH_BYTES = 256 << 20
-MAX_SEGMENT_SIZE = 2147483647
 
-_OVERHEAD = struct.Struct(">qib")  # offset, size, (partitionLeaderEpoch|crc skipped below), magic via unpack at 16
 _OFFSET_SIZE = struct.Struct(">qi")
 _LEGACY = struct.Struct(">qiIbb")
 _I64 = struct.Struct(">q")
