@@ -266,6 +266,16 @@ class _SegmentFacts:
     """last offset of the segment's first batch"""
     last_offset: int | None = None
 
+    def release(self) -> None:
+        """Drop what only the segment's own index checks need (they have run)."""
+        self.wanted_positions = set()
+        self.wanted_offsets = set()
+        self.wanted_sorted = []
+        self.at_position = {}
+        self.by_last_offset = {}
+        self.containing = {}
+        self.abort_markers = set()
+
 
 def _wanted(path: str, base: int, facts: _SegmentFacts) -> None:
     """Read the positions and offsets the segment's index files refer to."""
@@ -304,11 +314,28 @@ def verify_group(group: list[_Target], opts: VerifyOptions, on_bytes=None) -> It
             present.update(os.listdir(d or "."))
         except OSError:
             pass
-    # segments first (their facts feed the side-file checks), then everything else
+    # Each segment, then at once its own index files (while its facts are at hand: they are
+    # dropped afterwards, so memory does not grow with the number of segments); then the rest
+    # (snapshots and checkpoints, which need the whole partition's log end and epochs).
     logs = [t for t in group if names.file_suffix(os.path.basename(t.path)) == ".log"]
-    others = [t for t in group if t not in logs]
+    side: dict[str, list[_Target]] = {}
+    others = []
+    log_prefixes = {os.path.join(os.path.dirname(t.path), os.path.basename(t.path).split(".", 1)[0]) for t in logs}
+    for t in group:
+        if t in logs:
+            continue
+        prefix = os.path.join(os.path.dirname(t.path), os.path.basename(t.path).split(".", 1)[0])
+        if names.file_suffix(os.path.basename(t.path)) in (".index", ".timeindex", ".txnindex") and prefix in log_prefixes:
+            side.setdefault(prefix, []).append(t)
+        else:
+            others.append(t)
     for t in logs:
         yield from _guard(t, lambda t=t: _verify_log(t, opts, part, present))
+        prefix = os.path.join(os.path.dirname(t.path), os.path.basename(t.path).split(".", 1)[0])
+        for s in side.get(prefix, ()):
+            yield from _guard(s, lambda s=s: _verify_other(s, opts, part, present))
+        for facts in part.segments.values():
+            facts.release()
     for t in others:
         yield from _guard(t, lambda t=t: _verify_other(t, opts, part, present))
 
