@@ -112,6 +112,7 @@ def set_child_env(root: str, kafkatool_path: str | None) -> None:
     before timing fill the cache.
     """
     global CHILD_ENV, CHILD_CWD
+    os.makedirs(root, exist_ok=True)
     CHILD_CWD = root
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)

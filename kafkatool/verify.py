@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+from array import array
 import struct
 import time
 from dataclasses import dataclass, field
@@ -32,16 +33,19 @@ from typing import Iterable, Iterator, NamedTuple
 from kafkatool.errors import CompressionError, CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import LOG_OVERHEAD, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1, V2_HEADER_SIZE, Batch
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
-from kafkatool.record.control import ControlType, decode_control_key, decode_end_txn_marker, decode_kraft_control
 from kafkatool.record.crc import crc32, crc32c
-from kafkatool.record.records import decode_batch_records
 from kafkatool.record.v2 import HEADER as V2_HEADER
-from kafkatool.segment import checkpoint as ckpt
 from kafkatool.segment import files as names
-from kafkatool.segment import index as idx
-from kafkatool.segment import snapshot as snap
-from kafkatool.segment import txnindex as txn
 from kafkatool.segment.walk import SegmentWalker, WalkStop
+
+# Record decoding (control batches, --deep) and the side-file readers are imported where
+# they are first needed: checking one .log needs neither, and start-up is a large share of
+# a short run.
+
+try:  # the compiled shallow scan, when the optional extension was built with it
+    from kafkatool.record._speedups import scan_v2 as _scan_v2  # type: ignore
+except ImportError:  # pragma: no cover - depends on the build
+    _scan_v2 = None
 
 __all__ = ["KINDS", "INFO_KINDS", "Finding", "FileSummary", "VerifyOptions", "verify_paths", "expand_targets"]
 
@@ -266,6 +270,12 @@ class _SegmentFacts:
     """last offset of the segment's first batch"""
     last_offset: int | None = None
 
+    def sorted_arrays(self) -> tuple[array | None, array | None]:
+        """The wanted positions and offsets as sorted int64 arrays (None when there are none)."""
+        pos = array("q", sorted(self.wanted_positions)) if self.wanted_positions else None
+        off = array("q", self.wanted_sorted) if self.wanted_sorted else None
+        return pos, off
+
     def release(self) -> None:
         """Drop what only the segment's own index checks need (they have run)."""
         self.wanted_positions = set()
@@ -280,6 +290,10 @@ class _SegmentFacts:
 def _wanted(path: str, base: int, facts: _SegmentFacts) -> None:
     """Read the positions and offsets the segment's index files refer to."""
     prefix = os.path.join(os.path.dirname(path), os.path.basename(path).split(".", 1)[0])
+    if not (os.path.exists(prefix + ".index") or os.path.exists(prefix + ".timeindex")):
+        return
+    from kafkatool.segment import index as idx
+
     try:
         for offset, position in idx.read_offset_index(prefix + ".index", base).iter_absolute():
             facts.wanted_positions.add(position)
@@ -375,6 +389,13 @@ def _throttle(rate: float, nbytes: int) -> None:
 SPLIT_MIN_BYTES = 32 << 20
 
 
+# slots of the state list shared with the compiled scan (_speedups.scan_v2)
+(
+    _S_PREV_LAST, _S_BASE, _S_GOOD, _S_MAX_TS, _S_FIRST, _S_FIRST_LAST, _S_EPOCHS, _S_WANT_POS,
+    _S_POS_CURSOR, _S_AT_POSITION, _S_WANT_OFF, _S_OFF_CURSOR, _S_BY_LAST, _S_CONTAINING, _S_BATCHES,
+) = range(15)
+
+
 class _Scanner:
     """Walks batches of one segment, running the per-batch checks and keeping the counters
     that the bad-region accounting and the index checks need."""
@@ -392,8 +413,75 @@ class _Scanner:
         self.bad_regions: list[tuple[int, int]] = []  # (finding index, good batches before it)
         self.reported = 0
         self.wanted_at = 0  # pointer into facts.wanted_sorted
+        self.position_at = 0  # pointer into the sorted wanted positions (compiled scan)
 
-    def run(self, walker: SegmentWalker) -> None:
+    def walk(self, path: str, start: int, end: int) -> SegmentWalker:
+        """Walk ``[start, end)`` of ``path`` through this scanner; return the finished walker."""
+        if _scan_v2 is None or self.opts.deep:
+            walker = SegmentWalker(path, start=start, end=end)
+            with walker:
+                self.run(walker)
+            return walker
+        return self._run_compiled(path, start, end)
+
+    def _run_compiled(self, path: str, start: int, end: int) -> SegmentWalker:
+        """:meth:`run` with the healthy-batch path in C (``_speedups.scan_v2``).
+
+        The compiled scan applies the same predicate as :meth:`run`'s fast path and
+        updates the state list in place; it stops after any other batch, which is checked
+        here by :meth:`run`'s slow path with the state copied out and back.
+        """
+        part, facts = self.part, self.facts
+        want_pos, want_off = facts.sorted_arrays()
+        st = [
+            part.last_offset, self.base, self.good, self.max_ts, facts.first_offset, facts.first_last,
+            part.epochs, want_pos, self.position_at, facts.at_position, want_off, self.wanted_at,
+            facts.by_last_offset, facts.containing, self.batches,
+        ]
+        on_bytes = part.on_bytes
+        rate = self.opts.max_rate
+        scan = _scan_v2
+
+        def window_scan(buf, rel, lim, file_pos, batch_type):
+            out = scan(buf, rel, lim, file_pos, batch_type, st)
+            if rate:  # bytes the walk moved past, slow batches included
+                _throttle(rate, out[1] - rel)
+            if on_bytes is not None:
+                done = file_pos + out[1] - rel
+                on_bytes(done - self.reported)
+                self.reported = done
+            return out
+
+        walker = SegmentWalker(path, start=start, end=end, window_scan=window_scan)
+        try:
+            with walker:
+                for batch, data in walker:
+                    self._load(st)
+                    self.run(((batch, data),), throttle=False)
+                    self._store(st)
+        finally:
+            self._load(st)
+        return walker
+
+    def _load(self, st: list) -> None:
+        """Copy the compiled scan's state out to this scanner, its facts and its partition."""
+        part, facts = self.part, self.facts
+        part.last_offset = st[_S_PREV_LAST]
+        if st[_S_PREV_LAST] is not None and st[_S_BATCHES] != self.batches:
+            facts.last_offset = st[_S_PREV_LAST]
+        self.good, self.max_ts, self.batches = st[_S_GOOD], st[_S_MAX_TS], st[_S_BATCHES]
+        facts.first_offset, facts.first_last = st[_S_FIRST], st[_S_FIRST_LAST]
+        self.position_at, self.wanted_at = st[_S_POS_CURSOR], st[_S_OFF_CURSOR]
+
+    def _store(self, st: list) -> None:
+        part, facts = self.part, self.facts
+        st[_S_PREV_LAST] = part.last_offset
+        st[_S_GOOD], st[_S_MAX_TS], st[_S_BATCHES] = self.good, self.max_ts, self.batches
+        st[_S_FIRST], st[_S_FIRST_LAST] = facts.first_offset, facts.first_last
+        st[_S_OFF_CURSOR] = self.wanted_at
+
+    def run(self, walker, throttle: bool = True) -> None:
+        """Check every ``(batch, data)`` of ``walker`` (a :class:`SegmentWalker` or any iterable of them)."""
         path, base, opts, part, facts, findings = self.path, self.base, self.opts, self.part, self.facts, self.findings
         wanted_positions = facts.wanted_positions
         wanted_offsets = facts.wanted_offsets
@@ -407,7 +495,7 @@ class _Scanner:
         wanted_sorted = facts.wanted_sorted
         nwanted = len(wanted_sorted)
         wi = self.wanted_at
-        rate = opts.max_rate
+        rate = opts.max_rate if throttle else None
         deep = opts.deep
         epochs = part.epochs
         try:
@@ -497,9 +585,7 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
     if opts.workers > 1 and size >= SPLIT_MIN_BYTES and not opts.max_rate:
         pos = _scan_chunks(scan, size)
     while pos < size:
-        walker = SegmentWalker(path, start=pos, end=size)
-        with walker:
-            scan.run(walker)
+        walker = scan.walk(path, pos, size)
         pos = walker.position
         if walker.stop is WalkStop.END:
             break
@@ -651,9 +737,7 @@ def _chunk_worker(job) -> dict:
     )
     findings: list[Finding] = []
     scan = _Scanner(path, base, opts, part, facts, findings)
-    walker = SegmentWalker(path, start=start, end=end)
-    with walker:
-        scan.run(walker)
+    walker = scan.walk(path, start, end)
     return {
         "clean": walker.stop is WalkStop.END and walker.position == end,
         "findings": findings,
@@ -904,6 +988,9 @@ def _check_batch(
     if magic >= 2 and b.is_transactional and not b.is_control and b.producer_id >= 0:
         facts.open_txns.setdefault(b.producer_id, first)
     if b.is_control and magic >= 2 and data is not None and b.count > 0:
+        from kafkatool.record.control import ControlType, decode_control_key
+        from kafkatool.record.records import decode_batch_records
+
         try:
             records = decode_batch_records(b, data, max_decompressed=opts.max_decompressed)
             for r in records:
@@ -925,6 +1012,9 @@ def _check_batch(
 
 
 def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts: VerifyOptions) -> None:
+    from kafkatool.record.control import ControlType, decode_control_key, decode_end_txn_marker, decode_kraft_control
+    from kafkatool.record.records import decode_batch_records
+
     pos = b.position
     add = _Adder(out, path, b, index)
 
@@ -991,6 +1081,8 @@ def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts
 
 
 def _verify_other(t: _Target, opts: VerifyOptions, part: _Partition, present: set[str]) -> Iterator[Finding | FileSummary]:
+    from kafkatool.segment import checkpoint as ckpt
+
     path = t.path
     name = os.path.basename(path)
     suffix = names.file_suffix(name)
@@ -1070,6 +1162,8 @@ def _index_entries(path: str, index, entry_size: int, decode, sanity, sanity_kin
 
 
 def _check_offset_index(path: str, facts: _SegmentFacts, out: list[Finding], opts: VerifyOptions) -> None:
+    from kafkatool.segment import index as idx
+
     index = idx.read_offset_index(path, facts.base)
     entries, real = _index_entries(path, index, idx.OFFSET_ENTRY_SIZE, idx.decode_offset_index, idx.sanity_check_offset_index, "index_sanity_failed", out)
     prev = None
@@ -1094,6 +1188,8 @@ def _check_offset_index(path: str, facts: _SegmentFacts, out: list[Finding], opt
 
 
 def _check_time_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> None:
+    from kafkatool.segment import index as idx
+
     tindex = idx.read_time_index(path, facts.base)
     entries, real = _index_entries(path, tindex, idx.TIME_ENTRY_SIZE, idx.decode_time_index, idx.sanity_check_time_index, "timeindex_sanity_failed", out)
     prev_ts = prev_off = None
@@ -1121,6 +1217,8 @@ def _check_time_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> No
 
 
 def _check_txn_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> None:
+    from kafkatool.segment import txnindex as txn
+
     with open(path, "rb") as f:
         data = f.read()
     try:
@@ -1143,6 +1241,8 @@ def _check_txn_index(path: str, facts: _SegmentFacts, out: list[Finding]) -> Non
 
 
 def _check_snapshot(path: str, part: _Partition, out: list[Finding]) -> None:
+    from kafkatool.segment import snapshot as snap
+
     name = os.path.basename(path)
     try:
         s = snap.read_producer_snapshot(path, verify_crc=False)
@@ -1160,6 +1260,8 @@ def _check_snapshot(path: str, part: _Partition, out: list[Finding]) -> None:
 
 
 def _check_leader_epochs(path: str, part: _Partition, out: list[Finding]) -> None:
+    from kafkatool.segment import checkpoint as ckpt
+
     try:
         entries = ckpt.read_leader_epoch_checkpoint(path)
     except KafkaToolError as e:

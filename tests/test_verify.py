@@ -46,6 +46,7 @@ from kafkatool.segment.txnindex import AbortedTxn, encode_txn_index
 from kafkatool.segment.walk import SegmentWalker
 from kafkatool.verify import INFO_KINDS, KINDS, SPLIT_MIN_BYTES, FileSummary, Finding, VerifyOptions, verify_paths
 
+import kafkatool.verify as verify_module
 from conftest import FIXTURES
 
 TS = 1_000_000
@@ -56,6 +57,17 @@ TXNINDEX = "00000000000000000000.txnindex"
 BATCH = 109  # bytes of one v2(first) batch
 GZIP_BATCH = 117  # bytes of one v2(first, codec=GZIP) batch
 V1 = 36  # bytes of one legacy v1 message from v1(offset)
+
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def scan_implementation(request, monkeypatch):
+    """Every test runs twice: with the compiled shallow scan, and with the pure-Python one."""
+    if request.param == "python":
+        monkeypatch.setattr(verify_module, "_scan_v2", None)
+    elif verify_module._scan_v2 is None:
+        pytest.skip("the compiled extension is not built")
+    return request.param
 
 
 # --------------------------------------------------------------------------- builders

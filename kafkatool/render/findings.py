@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from typing import Iterable
 
 from kafkatool.verify import FileSummary, Finding
 
 __all__ = ["finding_object", "summary_object", "finding_line", "render_table", "render_summary"]
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+_encode = None
+
+
+def _dumps(obj) -> str:
+    """Compact JSON (json is imported on first use: a text report never needs it)."""
+    global _encode
+    if _encode is None:
+        import json
+
+        _encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str).encode
+    return _encode(obj)
 
 
 def _jsonable(v):

@@ -71,6 +71,7 @@ class SegmentWalker:
         window: int = DEFAULT_WINDOW,
         max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
         path: str | None = None,
+        window_scan=None,
     ) -> None:
         self._file: BinaryIO | None = None
         self._owns = False
@@ -93,6 +94,11 @@ class SegmentWalker:
         self.end = size if end is None else max(0, min(end, size))
         self.window = window
         self.max_batch_bytes = max_batch_bytes
+        #: Replaces the compiled window walk for file sources: called as
+        #: ``window_scan(buf, pos, end, file_position, Batch)`` and answering as
+        #: ``_speedups.walk_v2`` does, except that it may consume entries without returning
+        #: them (verify's compiled scan keeps only the batches that need a closer look).
+        self.window_scan = window_scan if window_scan is not None else _fast_walk
         #: Position just after the last entry yielded (Kafka's "position" / validBytes).
         self.position = start
         self.stop: WalkStop | None = None
@@ -167,7 +173,7 @@ class SegmentWalker:
         unpack_os = _OFFSET_SIZE.unpack_from
         v2_unpack = V2_HEADER.unpack_from
         new_tuple = tuple.__new__
-        fast = _fast_walk
+        fast = self.window_scan
         while True:
             if fast is not None:
                 # the compiled walk takes every complete v2 batch in the window at once; the
@@ -176,10 +182,10 @@ class SegmentWalker:
                 lim = min(buf_len, end - buf_start)
                 if 0 <= rel < lim:
                     batches, nxt, _status = fast(buf, rel, lim, pos, Batch)
-                    if batches:
-                        for b in batches:
-                            r = b[0] - buf_start
-                            yield b, mv[r : r + b[1]]
+                    for b in batches:
+                        r = b[0] - buf_start
+                        yield b, mv[r : r + b[1]]
+                    if nxt != rel:
                         pos = buf_start + nxt
                         self.position = pos
             if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
