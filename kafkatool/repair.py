@@ -1,23 +1,38 @@
-"""Repairs that write: the shared write-safety layer, and ``reindex`` planning (spec §8.3, §11.5, §12).
+"""Repairs that write: the shared write-safety layer, and ``reindex`` planning (spec §2.1, §8.3, §11.5, §12).
 
 Plan, then apply (STYLE.md). :func:`plan_reindex` only reads: it walks a segment the
 way the broker's recovery does, rebuilds its ``.index``/``.timeindex`` with
 :class:`~kafkatool.segment.index.IndexBuilder`, and compares them with the files on
-disk. :func:`apply_reindex` writes what the plan says through the safety layer:
+disk. :func:`apply_reindex_partition` writes what the plans of one partition dir say
+through the safety layer:
 
 * :class:`LogDirLock` refuses to touch a log dir a live broker holds (§11.5: a POSIX
   ``fcntl`` lock on ``<logdir>/.lock``, held for the whole repair);
 * :class:`Backup` copies every file before it is replaced into a backup directory, with a
   ``MANIFEST.json`` (original path, size, sha256, what replaced it) and a ``RESTORE.txt``;
-* :func:`replace_files` writes ``<name>.kafkatool-tmp`` beside each target, fsyncs it,
-  records a journal (the commit point), renames every temp file into place and fsyncs the
-  directory. A crash leaves every file under its real name either complete-old or
-  complete-new; a crash after the commit point can leave one file new and its sibling
-  old (POSIX has no multi-file rename), which the journal records and the next run
-  completes (the rebuilt bytes are a function of the ``.log``, so rolling forward is
-  re-deriving them). Kafka's loader ignores both the ``.kafkatool-tmp`` and the
-  ``.kafkatool-journal`` names (§12.3 only acts on ``.deleted``/``.cleaned``/``.swap``);
-  the next run deletes leftovers.
+* :func:`exchange_partition` switches the whole partition dir at once, so a crash at any
+  point leaves it complete-old or complete-new. The new state is built as a sibling
+  *staging* dir ``<topic>-<partition>.<32 hex>-delete`` in the same log dir (the name
+  Kafka gives a partition being deleted, §2.1: a broker that finds one loads it, does not
+  take it for a duplicate of the partition, and deletes it, where any other directory name
+  would fail the whole log dir). Small files are written fresh and fsynced first (indexes
+  are never hard-linked: the broker opens a loaded segment's indexes writable and resizes
+  them), then every unchanged ``.log`` is hard-linked, so an interrupted staging dir never
+  holds a ``.log`` without its indexes. After the backup is complete, one
+  ``renameat2(RENAME_EXCHANGE)`` swaps the staging dir and the partition dir, and the
+  staging dir, now holding the old state whose every byte is in the new state (hard links)
+  or in the backup, is removed. The 32 hex start with :data:`STAGING_TAG`, so the next
+  run (a dry run reports it) recognises and removes a leftover under the lock.
+* When the exchange is impossible (not Linux, no ``renameat2``, a file system that refuses
+  ``RENAME_EXCHANGE``, a hard link refused, a subdirectory in the partition dir, or
+  ``$KAFKATOOL_NO_EXCHANGE`` set), :func:`replace_files` is the fallback: it writes
+  ``<name>.kafkatool-tmp`` beside each target, fsyncs it, records a journal (the commit
+  point), renames every temp file into place and fsyncs the directory. A crash leaves
+  every file under its real name complete-old or complete-new; a crash after the commit
+  point can leave one file new and its sibling old, which the journal records and the
+  next run completes (the rebuilt bytes are a function of the ``.log``, so rolling forward
+  is re-deriving them). Kafka's loader ignores the ``.kafkatool-tmp`` and
+  ``.kafkatool-journal`` names (§12.3 only acts on ``.deleted``/``.cleaned``/``.swap``).
 
 No click and no rich here: the CLI renders the plan and the report.
 """
@@ -62,7 +77,19 @@ __all__ = [
     "ReindexPlan",
     "ReindexReport",
     "plan_reindex",
+    "plan_reindex_all",
     "apply_reindex",
+    "apply_reindex_partition",
+    "exchange_partition",
+    "exchange_unavailable",
+    "ExchangeUnavailable",
+    "staging_dir_name",
+    "find_staging_dirs",
+    "remove_staging_dirs",
+    "is_staging_dir",
+    "link_or_copy",
+    "STAGING_TAG",
+    "NO_EXCHANGE_ENV",
     "find_segments",
     "check_partition_dir",
     "default_backup_dir",
@@ -372,6 +399,383 @@ def write_atomically(path: str, data: bytes, backup: Backup | str, *, reason: st
     replace_files([(path, data)], backup, reason=reason, journal_prefix=os.path.basename(path))
 
 
+# ----------------------------------------------------------------------------- whole-dir exchange
+
+STAGING_TAG = "6b66746c"
+"""The first 8 of the 32 hex digits of a staging dir name (ASCII ``kftl``): kafkatool's, not Kafka's."""
+NO_EXCHANGE_ENV = "KAFKATOOL_NO_EXCHANGE"
+"""``KAFKATOOL_NO_EXCHANGE=1`` forces the journaled fallback (tests keep both paths covered)."""
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+# SYS_renameat2, for a libc without the renameat2 wrapper (glibc < 2.28)
+_SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276, "i686": 353, "i386": 353, "armv7l": 382,
+                  "ppc64le": 357, "ppc64": 357, "s390x": 347}
+_NO_LINK = (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOTSUP)
+_LOG_LIKE = (".log", ".log.deleted", ".log.cleaned", ".log.swap")
+"""Segment data: hard-linked into a staging dir, never copied (a broker never rewrites it in place)."""
+_COPY_CHUNK = 8 << 20
+
+
+class ExchangeUnavailable(RepairError):
+    """The whole-dir exchange cannot be used here; the caller falls back to the journal."""
+
+
+def staging_dir_name(partition_dir: str) -> str | None:
+    """``<topic>-<partition>.<STAGING_TAG><24 hex>-delete`` for a partition dir (§2.1), or None
+    when its name is not ``topic-partition``.
+
+    The 24 hex are a digest of the partition dir's name, so the name is fixed per partition:
+    a leftover is found with one ``lstat`` (no listing of a log dir of thousands of
+    partitions per segment) and matched exactly even when the topic part is cut. As
+    ``LocalLog.logDirNameWithSuffixCappedLength`` does, the topic is cut so the whole name
+    is at most 255 characters.
+    """
+    name = os.path.basename(os.path.abspath(partition_dir))
+    pd = names.parse_partition_dir(name)
+    if pd is None or any(c.isspace() for c in name):
+        return None
+    digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:24]
+    suffix = f"-{pd.partition}.{STAGING_TAG}{digest}{names.DELETE_DIR_SUFFIX}"
+    topic = pd.topic[: max(0, 255 - len(suffix))]
+    return topic + suffix
+
+
+def is_staging_dir(path: str) -> bool:
+    """Whether ``path``'s name is a kafkatool staging dir (a ``-delete`` dir tagged :data:`STAGING_TAG`)."""
+    pd = names.parse_partition_dir(os.path.basename(os.path.abspath(path)))
+    uid = pd.unique_id if pd is not None else None
+    return (pd is not None and pd.state == "delete" and uid is not None and len(uid) == 32
+            and uid.startswith(STAGING_TAG) and all(c in "0123456789abcdef" for c in uid))
+
+
+def find_staging_dirs(partition_dir: str) -> tuple[str, ...]:
+    """The staging dir an interrupted kafkatool run left beside ``partition_dir``, if any."""
+    staging = staging_dir_name(partition_dir)
+    if staging is None:
+        return ()
+    path = os.path.join(log_dir_of(partition_dir), staging)
+    return (path,) if os.path.lexists(path) else ()
+
+
+def remove_staging_dirs(paths: Iterable[str]) -> list[str]:
+    """Remove kafkatool staging dirs (the caller holds the lock); fsync their log dirs.
+
+    Always safe: before the exchange the partition dir still holds the old state complete,
+    after it every byte of the staging dir is in the partition dir (hard links) or the backup.
+    """
+    import shutil
+
+    removed = []
+    for p in paths:
+        if not is_staging_dir(p) or not os.path.lexists(p):
+            continue
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        else:
+            os.unlink(p)
+        _fsync_dir(os.path.dirname(os.path.abspath(p)))
+        removed.append(p)
+    return removed
+
+
+_libc_cache: list = []
+
+
+def _renameat2():
+    """A callable ``(old, new, flags) -> None`` for ``renameat2(2)``, or raise ExchangeUnavailable."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        raise ExchangeUnavailable(f"renameat2(RENAME_EXCHANGE) is Linux-only (this is {sys.platform})")
+    if not _libc_cache:
+        import ctypes
+        import platform
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = getattr(libc, "renameat2", None)
+        if fn is not None:
+            fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+            fn.restype = ctypes.c_int
+
+            def call(old: bytes, new: bytes, flags: int) -> int:
+                return fn(_AT_FDCWD, old, _AT_FDCWD, new, flags)
+        else:
+            nr = _SYS_RENAMEAT2.get(platform.machine())
+            if nr is None:
+                _libc_cache.append(None)
+                return _renameat2()
+            sc = libc.syscall
+            sc.restype = ctypes.c_long
+
+            def call(old: bytes, new: bytes, flags: int) -> int:
+                return sc(ctypes.c_long(nr), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(old),
+                          ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(new), ctypes.c_uint(flags))
+
+        def rename(old: str, new: str, flags: int) -> None:
+            if call(os.fsencode(old), os.fsencode(new), flags) != 0:
+                e = ctypes.get_errno()
+                raise OSError(e, os.strerror(e), old, None, new)
+
+        _libc_cache.append(rename)
+    if _libc_cache[0] is None:
+        raise ExchangeUnavailable("this libc has no renameat2 and the syscall number is unknown here")
+    return _libc_cache[0]
+
+
+def exchange_dirs(a: str, b: str) -> None:
+    """Swap two directories of one file system atomically (``renameat2(RENAME_EXCHANGE)``)."""
+    _renameat2()(a, b, _RENAME_EXCHANGE)
+
+
+_exchange_probed: dict[int, str | None] = {}
+
+
+def exchange_unavailable(partition_dir: str) -> str | None:
+    """Why :func:`exchange_partition` cannot be used for ``partition_dir``, or None when it can.
+
+    Checks what can be known before anything is written; a refused hard link is only found
+    while building the staging dir (then :class:`ExchangeUnavailable` is raised before the
+    backup is touched).
+    """
+    if os.environ.get(NO_EXCHANGE_ENV):
+        return f"${NO_EXCHANGE_ENV} is set"
+    if os.path.islink(partition_dir):
+        return "the partition dir is a symbolic link"
+    if staging_dir_name(partition_dir) is None:
+        return "the partition dir's name is not <topic>-<partition>"
+    try:
+        _renameat2()
+    except ExchangeUnavailable as e:
+        return e.message
+    with os.scandir(partition_dir) as it:
+        for entry in it:
+            if not entry.is_file(follow_symlinks=False):
+                return f"the partition dir holds {entry.name!r}, which is not a regular file"
+    return None
+
+
+def _probe_exchange(staging: str) -> None:
+    """Try ``RENAME_EXCHANGE`` on two empty files inside the new staging dir (once per file system)."""
+    dev = os.stat(staging).st_dev
+    if dev not in _exchange_probed:
+        a = os.path.join(staging, "probe-a" + TEMP_SUFFIX)
+        b = os.path.join(staging, "probe-b" + TEMP_SUFFIX)
+        for p in (a, b):
+            os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        why = None
+        try:
+            exchange_dirs(a, b)
+        except OSError as e:
+            if e.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+                raise
+            why = f"the file system refuses renameat2(RENAME_EXCHANGE) ({os.strerror(e.errno)})"
+        finally:
+            for p in (a, b):
+                os.unlink(p)
+        _exchange_probed[dev] = why
+    if _exchange_probed[dev] is not None:
+        raise ExchangeUnavailable(_exchange_probed[dev])
+
+
+def _take_owner(fd: int, like: os.stat_result) -> None:
+    """Give a new file (or dir) the owner and mode of ``like``; chown needs privileges, so a
+    PermissionError there is ignored (the file stays ours, as a plain copy would)."""
+    st = os.fstat(fd)
+    if (st.st_uid, st.st_gid) != (like.st_uid, like.st_gid):
+        try:
+            os.fchown(fd, like.st_uid, like.st_gid)
+        except PermissionError:
+            pass
+    os.fchmod(fd, like.st_mode & 0o7777)
+
+
+def _copy_fd(src: int, dst: int, start: int, end: int | None) -> int:
+    """Copy ``src[start:end]`` (to EOF when ``end`` is None) to ``dst``'s position; return the bytes copied."""
+    pos, done = start, 0
+    fast = hasattr(os, "copy_file_range")
+    while end is None or pos < end:
+        want = _COPY_CHUNK if end is None else min(end - pos, 1 << 30)
+        n = 0
+        if fast:
+            try:
+                n = os.copy_file_range(src, dst, want, pos)
+            except OSError as e:
+                if e.errno not in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM):
+                    raise
+                fast = False
+                continue
+        else:
+            piece = os.pread(src, min(want, _COPY_CHUNK), pos)
+            view = memoryview(piece)
+            while view:
+                view = view[os.write(dst, view):]
+            n = len(piece)
+        if n == 0:
+            if end is not None:
+                raise RepairError(f"the file ended at byte {pos} while bytes up to {end} were being copied")
+            break
+        pos += n
+        done += n
+    return done
+
+
+def _stage_file(dst: str, like: os.stat_result, *, data: bytes | None = None, source: str | None = None,
+                ranges: Sequence[tuple[int, int]] | None = None) -> None:
+    """Create ``dst`` (it must not exist) from ``data``, or from ``source`` whole or its ``ranges``;
+    owner and mode of ``like``; fsynced. A whole copy keeps the source's timestamps."""
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        if data is not None:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        elif source is not None:
+            sfd = os.open(source, os.O_RDONLY)
+            try:
+                if ranges is None:
+                    _copy_fd(sfd, fd, 0, None)
+                else:
+                    for s, e in ranges:
+                        _copy_fd(sfd, fd, s, e)
+            finally:
+                os.close(sfd)
+        _take_owner(fd, like)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if source is not None and ranges is None:
+        os.utime(dst, ns=(like.st_atime_ns, like.st_mtime_ns))
+
+
+def _link(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst, follow_symlinks=False)
+    except OSError as e:
+        if e.errno in _NO_LINK:
+            raise ExchangeUnavailable(f"a hard link is refused ({os.strerror(e.errno)}): {src}") from None
+        raise
+
+
+def link_or_copy(src: str, dst: str, *, link: bool = True) -> str:
+    """Put ``src`` at ``dst`` (which must not exist), fsynced: a hard link where the file system
+    allows it (and ``link``), else a copy with the same owner, mode and times. Returns
+    ``"link"`` or ``"copy"``. The caller fsyncs ``dst``'s directory."""
+    if link:
+        try:
+            os.link(src, dst, follow_symlinks=False)
+            return "link"
+        except OSError as e:
+            if e.errno not in _NO_LINK:
+                raise
+    tmp = dst + TEMP_SUFFIX
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    _stage_file(tmp, os.stat(src), source=src)
+    os.replace(tmp, dst)
+    return "copy"
+
+
+def exchange_partition(
+    partition_dir: str,
+    *,
+    write: dict[str, bytes] | None = None,
+    cut: dict[str, Sequence[tuple[int, int]]] | None = None,
+    drop: Iterable[str] = (),
+    like: dict[str, str] | None = None,
+    before_switch: Callable[[], None] | None = None,
+) -> None:
+    """Replace the whole partition dir by its new state in one ``RENAME_EXCHANGE`` (module doc).
+
+    The new state is the partition dir's files, except: ``write`` (name -> bytes: a file
+    replaced or created), ``cut`` (name of a ``.log`` -> the byte ranges of the old file it
+    keeps, in order) and ``drop`` (names absent from the new state). A created file takes the
+    owner and mode of ``like[name]`` (another file's name) or else of the partition's files.
+    ``before_switch`` runs once the staging dir is complete and durable: the backup goes
+    there, so every removed byte is saved before the switch.
+
+    Raises :class:`ExchangeUnavailable`, before ``before_switch`` ran and with nothing left
+    behind, when a hard link or the exchange itself is refused; the caller then uses the
+    journal. The caller holds the log dir's lock and has removed a leftover staging dir.
+    """
+    import shutil
+
+    write = dict(write or {})
+    cut = dict(cut or {})
+    drop = set(drop)
+    like = dict(like or {})
+    partition_dir = os.path.abspath(partition_dir)
+    log_dir = log_dir_of(partition_dir)
+    staging_name = staging_dir_name(partition_dir)
+    if staging_name is None:
+        raise ExchangeUnavailable("the partition dir's name is not <topic>-<partition>")
+    staging = os.path.join(log_dir, staging_name)
+    if os.path.lexists(staging):
+        raise RepairError("a staging dir of an earlier run is still there; run again", path=staging)
+    dir_stat = os.stat(partition_dir)
+    stats: dict[str, os.stat_result] = {}
+    with os.scandir(partition_dir) as it:
+        for entry in it:
+            st = entry.stat(follow_symlinks=False)
+            if not entry.is_file(follow_symlinks=False):
+                raise ExchangeUnavailable(f"the partition dir holds {entry.name!r}, which is not a regular file")
+            stats[entry.name] = st
+    kept = sorted(n for n in stats if n not in drop)
+    some = next((stats[n] for n in kept if n.endswith(".log")), next(iter(stats.values()), dir_stat))
+    logs = [n for n in kept if n.endswith(_LOG_LIKE) and n not in cut and n not in write]
+    small = sorted((set(kept) | set(write)) - set(logs) - set(cut))
+    os.mkdir(staging, 0o700)
+    try:
+        dfd = os.open(staging, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            _take_owner(dfd, dir_stat)
+        finally:
+            os.close(dfd)
+        _fsync_dir(log_dir)
+        _fault_point("after staging dir")
+        _probe_exchange(staging)
+        # 1. every small file of the new state, written fresh (never a hard link: see the module doc)
+        for n in small:
+            target = os.path.join(staging, n)
+            st = stats.get(n) or stats.get(like.get(n, "")) or some
+            if n in write:
+                _stage_file(target, st, data=write[n])
+            else:
+                _stage_file(target, st, source=os.path.join(partition_dir, n))
+            _fault_point("after staged file")
+        # 2. the cut .log files: new files holding the kept byte ranges
+        for n, ranges in sorted(cut.items()):
+            _stage_file(os.path.join(staging, n), stats[n], source=os.path.join(partition_dir, n), ranges=ranges)
+            _fault_point("after staged file")
+        # 3. last, the unchanged .log files: hard links, no copy
+        for n in logs:
+            _link(os.path.join(partition_dir, n), os.path.join(staging, n))
+            _fault_point("after staged link")
+        _fsync_dir(staging)
+        _fsync_dir(log_dir)
+        _fault_point("after staging fsync")
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    # 4. the backup: every byte the new state removes is saved before the switch
+    if before_switch is not None:
+        before_switch()
+    # 5. the switch: afterwards the partition dir holds the new state, the staging dir the old one
+    try:
+        exchange_dirs(staging, partition_dir)
+    except OSError as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise RepairError(f"renameat2(RENAME_EXCHANGE) failed ({e.strerror}); nothing changed", path=partition_dir) from None
+    _fault_point("after exchange")
+    _fsync_dir(log_dir)
+    _fault_point("after exchange fsync")
+    # 6. the old state: every byte of it is in the partition dir (hard links) or in the backup
+    shutil.rmtree(staging)
+    _fault_point("after staging removal")
+    _fsync_dir(log_dir)
+    _fault_point("after log dir fsync")
+
+
 # ----------------------------------------------------------------------------- targets
 
 
@@ -396,6 +800,8 @@ def find_segments(paths: Iterable[str]) -> list[str]:
             elif kind is not names.FileKind.LOG:
                 continue
             p = os.path.abspath(p)
+            if is_staging_dir(os.path.dirname(p)):
+                continue  # an interrupted run's staging dir: the plan of its partition removes it
             if p not in seen:
                 seen.add(p)
                 out.append(p)
@@ -457,6 +863,8 @@ class ReindexPlan:
     """The backup dir an interrupted earlier run recorded in its journal."""
     txn_unavailable: str | None = None
     """Why the ``.txnindex`` cannot be rebuilt (the producer state at the base is unknown), or None."""
+    staging_leftovers: tuple[str, ...] = ()
+    """The staging dir an interrupted run left beside the partition dir (removed by apply)."""
 
     @property
     def partition_dir(self) -> str:
@@ -464,7 +872,7 @@ class ReindexPlan:
 
     @property
     def needs_changes(self) -> bool:
-        return bool(self.leftovers) or any(c.action != "unchanged" for c in self.changes)
+        return bool(self.leftovers or self.staging_leftovers) or any(c.action != "unchanged" for c in self.changes)
 
     @property
     def bad_tail_bytes(self) -> int:
@@ -574,8 +982,31 @@ def plan_reindex(
     return ReindexPlan(
         log_path, base, index_interval_bytes, log_size, builder.valid_bytes, batches, first, last,
         tuple(changes), stop, txn if os.path.exists(txn) else None, tuple(leftovers), interrupted_backup,
-        txn_unavailable,
+        txn_unavailable, find_staging_dirs(directory),
     )
+
+
+def plan_reindex_all(
+    segments: Sequence[str],
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    on_plan: Callable[[ReindexPlan], None] | None = None,
+) -> list[ReindexPlan]:
+    """:func:`plan_reindex` for each segment; a leftover staging dir of a partition is named
+    by the first plan of that partition only (one line in the plan, not one per segment)."""
+    from dataclasses import replace
+
+    plans = []
+    seen: set[str] = set()
+    for s in segments:
+        plan = plan_reindex(s, index_interval_bytes)
+        if plan.staging_leftovers:
+            if plan.partition_dir in seen:
+                plan = replace(plan, staging_leftovers=())
+            seen.add(plan.partition_dir)
+        plans.append(plan)
+        if on_plan is not None:
+            on_plan(plan)
+    return plans
 
 
 def _producer_state_at(log_path: str, base: int) -> tuple[dict[int, int] | None, str | None]:
@@ -666,64 +1097,122 @@ class ReindexReport:
     removed_leftovers: tuple[str, ...]
     backup_dir: str | None
     verified: bool
+    method: str | None = None
+    """How the files were switched: ``exchange``, ``journal (<why no exchange>)``, or None (nothing written)."""
 
 
 def apply_reindex(plan: ReindexPlan, backup: Backup | str) -> ReindexReport:
-    """Apply ``plan`` crash-safely, then re-read what was written.
+    """Apply one segment's plan (see :func:`apply_reindex_partition`)."""
+    return apply_reindex_partition([plan], backup)[0]
 
-    The caller holds the :class:`LogDirLock`. Raises :class:`RepairError` when the files
-    on disk differ from the plan afterwards, or when the segment changed while they were
-    written (then a second plan could differ). The files are derived from the ``.log`` only,
-    so equal files and an unchanged ``.log`` mean a second run is a no-op, without walking
-    the segment again.
-    """
-    if isinstance(backup, str):
-        backup = Backup(backup)
-    # The plan was made before the lock was taken: make sure nothing moved since.
+
+def _check_reindex_plan(plan: ReindexPlan) -> None:
+    """The plan was made before the lock was taken: make sure nothing moved since."""
     if os.path.getsize(plan.log_path) != plan.log_size:
         raise RepairError("the segment changed since it was planned; run again", path=plan.log_path)
     for c in plan.changes:
         now = _read_or_none(c.path)
         if (None if now is None else _sha256(now)) != c.old_sha256 and c.action != "unchanged":
             raise RepairError("the file changed since it was planned; run again", path=c.path)
-    todo = [(c.path, c.data) for c in plan.changes if c.action != "unchanged"]
-    log_before = os.stat(plan.log_path)
-    prefix = os.path.basename(plan.log_path).split(".", 1)[0]
-    # Leftovers first: a stale temp file must never be renamed; the bytes are re-derived instead.
+
+
+def _unlink_all(paths: Iterable[str]) -> list[str]:
     removed = []
-    journals = []
-    for p in plan.leftovers:
-        if p.endswith(JOURNAL_SUFFIX):
-            journals.append(p)
-            continue
+    for p in paths:
         try:
             os.unlink(p)
             removed.append(p)
         except FileNotFoundError:
             pass
+    return removed
+
+
+def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) -> list[ReindexReport]:
+    """Apply the plans of the segments of one partition dir crash-safely, then re-read what was written.
+
+    One :func:`exchange_partition` switches every rebuilt file of the partition at once (the
+    journaled :func:`replace_files` when the exchange cannot be used; the report says which).
+    The caller holds the :class:`LogDirLock`. Raises :class:`RepairError` when the files on
+    disk differ from the plans afterwards, or when a segment changed while they were written
+    (then a second plan could differ). The files are derived from the ``.log`` only, so
+    equal files and an unchanged ``.log`` (the same inode, size and mtime) mean a second run
+    is a no-op, without walking the segment again.
+    """
+    if isinstance(backup, str):
+        backup = Backup(backup)
+    if not plans:
+        return []
+    directory = plans[0].partition_dir
+    if any(p.partition_dir != directory for p in plans):
+        raise RepairError("apply_reindex_partition needs plans of a single partition dir", path=directory)
+    for plan in plans:
+        _check_reindex_plan(plan)
+    intervals = sorted({p.index_interval_bytes for p in plans})
+    reason = f"reindex (index.interval.bytes={', '.join(map(str, intervals))})"
+    todo = [(c.path, c.data) for plan in plans for c in plan.changes if c.action != "unchanged"]
+    logs_before = {plan.log_path: os.stat(plan.log_path) for plan in plans}
+    # a staging dir of an interrupted run first: the exchange needs its name
+    removed = remove_staging_dirs(dict.fromkeys(s for plan in plans for s in plan.staging_leftovers))
+    temps = [p for plan in plans for p in plan.leftovers if not p.endswith(JOURNAL_SUFFIX)]
+    journals = [p for plan in plans for p in plan.leftovers if p.endswith(JOURNAL_SUFFIX)]
+    method = None
     if todo:
-        replace_files(todo, backup, reason=f"reindex (index.interval.bytes={plan.index_interval_bytes})", journal_prefix=prefix)
-    for p in journals:  # only once every file is new: the journal marks an unfinished repair
-        try:
-            os.unlink(p)
-            removed.append(p)
-        except FileNotFoundError:
-            pass
-    if removed:
-        _fsync_dir(plan.partition_dir)
-    for c in plan.changes:
-        on_disk = _read_or_none(c.path)
-        if on_disk != c.data:
-            raise RepairError(
-                "re-verification failed: the file on disk is not what was written",
-                path=c.path,
-                expected=f"{c.new_size} bytes sha256 {_sha256(c.data)[:16]}",
-                found="missing" if on_disk is None else f"{len(on_disk)} bytes sha256 {_sha256(on_disk)[:16]}",
-            )
-    log_after = os.stat(plan.log_path)
-    if (log_after.st_size, log_after.st_mtime_ns) != (log_before.st_size, log_before.st_mtime_ns):
-        raise RepairError("re-verification failed: the segment changed while its indexes were written", path=plan.log_path)
-    return ReindexReport(plan, tuple(p for p, _ in todo), tuple(removed), backup.root if todo else None, True)
+        why = exchange_unavailable(directory)
+        if why is None:
+            try:
+                def save_originals() -> None:
+                    for path, data in todo:
+                        backup.save(path, data, reason)
+                        _fault_point("after backup")
+
+                exchange_partition(
+                    directory,
+                    write={os.path.basename(p): d for p, d in todo},
+                    drop=[os.path.basename(p) for p in temps + journals],
+                    like={os.path.basename(c.path): os.path.basename(plan.log_path)
+                          for plan in plans for c in plan.changes},
+                    before_switch=save_originals,
+                )
+                method = "exchange"
+                removed += [p for p in temps + journals]
+            except ExchangeUnavailable as e:
+                why = e.message
+        if why is not None:
+            method = f"journal ({why})"
+    if method != "exchange":
+        # Leftovers first: a stale temp file must never be renamed; the bytes are re-derived instead.
+        removed += _unlink_all(temps)
+        for plan in plans:
+            mine = [(c.path, c.data) for c in plan.changes if c.action != "unchanged"]
+            if mine:
+                replace_files(mine, backup, reason=reason,
+                              journal_prefix=os.path.basename(plan.log_path).split(".", 1)[0])
+        removed += _unlink_all(journals)  # only once every file is new: the journal marks an unfinished repair
+        if temps or journals:
+            _fsync_dir(directory)
+    reports = []
+    told: set[str] = set()
+    for plan in plans:
+        for c in plan.changes:
+            on_disk = _read_or_none(c.path)
+            if on_disk != c.data:
+                raise RepairError(
+                    "re-verification failed: the file on disk is not what was written",
+                    path=c.path,
+                    expected=f"{c.new_size} bytes sha256 {_sha256(c.data)[:16]}",
+                    found="missing" if on_disk is None else f"{len(on_disk)} bytes sha256 {_sha256(on_disk)[:16]}",
+                )
+        before, after = logs_before[plan.log_path], os.stat(plan.log_path)
+        if (after.st_ino, after.st_size, after.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
+            raise RepairError("re-verification failed: the segment changed while its indexes were written",
+                              path=plan.log_path)
+        mine = tuple(c.path for c in plan.changes if c.action != "unchanged")
+        # a staging dir is the partition's: reported once, with the first segment that saw it
+        gone = tuple(p for p in removed if p in plan.leftovers or (p in plan.staging_leftovers and p not in told))
+        told.update(gone)
+        reports.append(ReindexReport(plan, mine, gone, backup.root if mine else None, True,
+                                     method if mine else None))
+    return reports
 
 
 def apply_locked(
@@ -739,8 +1228,9 @@ def apply_locked(
     """Apply the plans that need changes under one lock per log dir, every lock taken before
     the first write and held until the last (shared by reindex and truncate).
 
-    ``apply(plan, backup)`` applies one plan; ``new_backup(root)`` makes the backup of a
-    backup directory; ``backup_dir`` is a directory, or a function of the log dir giving one.
+    ``apply(plans, backup)`` applies the plans of one partition dir (one exchange for all
+    of them) and returns their reports; ``new_backup(root)`` makes the backup of a backup
+    directory; ``backup_dir`` is a directory, or a function of the log dir giving one.
     """
     for p in plans:
         check_partition_dir(p.partition_dir, allow_transitional)
@@ -759,11 +1249,14 @@ def apply_locked(
             backup = backups.get(root)
             if backup is None:
                 backup = backups[root] = new_backup(root)
+            by_partition: dict[str, list] = {}
             for p in group:
-                report = apply(p, backup)
-                reports.append(report)
-                if on_report is not None:
-                    on_report(report)
+                by_partition.setdefault(p.partition_dir, []).append(p)
+            for partition_plans in by_partition.values():
+                for report in apply(partition_plans, backup):
+                    reports.append(report)
+                    if on_report is not None:
+                        on_report(report)
     finally:
         for lock in locks:
             lock.release()
@@ -780,6 +1273,6 @@ def apply_all(
 ) -> list[ReindexReport]:
     """Apply several reindex plans (see :func:`apply_locked`)."""
     return apply_locked(
-        plans, backup_dir, apply_reindex, Backup,
+        plans, backup_dir, apply_reindex_partition, Backup,
         force=force, allow_transitional=allow_transitional, on_report=on_segment,
     )

@@ -41,13 +41,19 @@ from kafkatool.repair import (
     TEMP_SUFFIX,
     Backup,
     BackupEntry,
+    ExchangeUnavailable,
     apply_locked,
     RepairError,
     _fault_point,
     _fsync_dir,
     _read_or_none,
     _sha256,
+    exchange_partition,
+    exchange_unavailable,
     find_segments,
+    find_staging_dirs,
+    link_or_copy,
+    remove_staging_dirs,
 )
 from kafkatool.segment import files as names
 from kafkatool.segment.checkpoint import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
@@ -166,10 +172,13 @@ class TruncatePlan:
     """Temp files of an interrupted run that never committed: deleted by apply."""
     interrupted_journal: str | None = None
     """A committed journal of an interrupted run: apply completes it first."""
+    staging_leftovers: tuple[str, ...] = ()
+    """The staging dir an interrupted run left beside the partition dir: removed by apply."""
 
     @property
     def needs_changes(self) -> bool:
-        return bool(self.cuts or self.rewrites or self.moves or self.leftovers or self.interrupted_journal)
+        return bool(self.cuts or self.rewrites or self.moves or self.leftovers or self.interrupted_journal
+                    or self.staging_leftovers)
 
     @property
     def removed_bytes(self) -> int:
@@ -320,10 +329,11 @@ def plan_truncate(
         all_segments = _partition_segments(partition_dir)
         wanted = [os.path.abspath(s) for s in segments] if segments is not None else find_segments([target])
     temps, journal = _leftovers(partition_dir)
+    staging = find_staging_dirs(partition_dir)
     if journal is not None:
         return TruncatePlan(partition_dir, keep_valid_after, 0, (), (), (), None,
                             (f"an interrupted truncate committed its journal {journal}; it is completed first",),
-                            tuple(temps), journal)
+                            tuple(temps), journal, staging)
     cuts: list[SegmentCut] = []
     rewrites: list[FileRewrite] = []
     notes: list[str] = []
@@ -398,7 +408,7 @@ def plan_truncate(
                 if r is not None:
                     rewrites.append(r)
     return TruncatePlan(partition_dir, keep_valid_after, checked, tuple(cuts), tuple(rewrites), tuple(moves),
-                        new_end, tuple(notes), tuple(temps), None)
+                        new_end, tuple(notes), tuple(temps), None, staging)
 
 
 def plan_truncate_paths(
@@ -418,7 +428,7 @@ def plan_truncate_paths(
         by_dir.setdefault(os.path.dirname(s), []).append(s)
     for p in paths:  # a partition dir holding only leftovers of an interrupted run
         p = os.path.abspath(p)
-        if os.path.isdir(p) and os.path.exists(os.path.join(p, TRUNCATE_JOURNAL)):
+        if os.path.isdir(p) and (os.path.exists(os.path.join(p, TRUNCATE_JOURNAL)) or find_staging_dirs(p)):
             by_dir.setdefault(p, [])
     plans = []
     for d, segs in by_dir.items():
@@ -571,6 +581,8 @@ class TruncateReport:
     backup_dir: str | None
     completed_journal: bool
     verified: bool
+    method: str | None = None
+    """How the files were switched: ``exchange``, ``journal (<why no exchange>)``, or None (nothing written)."""
 
 
 def _move(src: str, dst: str) -> None:
@@ -652,6 +664,53 @@ def _write_temp(path: str, data: bytes | None = None, ranges: tuple[tuple[int, i
     return tmp
 
 
+def _backup_everything(plan: TruncatePlan, backup: TruncateBackup) -> list[tuple[str, str]]:
+    """Step 1 of both paths: every removed byte range, every rewritten file whole, and the
+    record of every move (``(source, destination)`` pairs returned)."""
+    for c in plan.cuts:
+        with open(c.log_path, "rb") as f:
+            for r in c.removed:
+                # streamed in chunks: a discarded tail can be most of a 2 GiB segment
+                backup.save_range(c.log_path, r.start, f, r.size, c.old_size, c.new_size, r.reason)
+                _fault_point("after backup")
+    for r in plan.rewrites:
+        backup.save(r.path, r.data, f"truncate: {r.kind} {r.detail}")
+        _fault_point("after backup")
+    move_dests = []
+    for m in plan.moves:
+        _entry, dest = backup.plan_move(m.path, m.reason)
+        move_dests.append((m.path, dest))
+    return move_dests
+
+
+def _apply_by_exchange(plan: TruncatePlan, backup: TruncateBackup) -> None:
+    """Build the new partition dir beside the old one and switch them at once
+    (:func:`kafkatool.repair.exchange_partition`); the backup is complete before the switch."""
+
+    def save_before_switch() -> None:
+        for src, dest in _backup_everything(plan, backup):
+            # a .log is hard-linked when the backup is on the same file system (no copy of a
+            # 1 GiB segment); anything else is copied, since a broker that started on the
+            # old state would open its indexes writable and resize them
+            link_or_copy(src, dest, link=src.endswith(".log"))
+            _fsync_dir(os.path.dirname(dest))
+            _fault_point("after backup")
+
+    def segment_log(path: str) -> str | None:
+        if names.classify(path) in _SEGMENT_KINDS:
+            return names.segment_file_name(names.parse_base_offset(path), ".log")
+        return None
+
+    exchange_partition(
+        plan.partition_dir,
+        write={os.path.basename(r.path): r.data for r in plan.rewrites},
+        cut={os.path.basename(c.log_path): c.kept for c in plan.cuts},
+        drop=[os.path.basename(m.path) for m in plan.moves] + [os.path.basename(t) for t in plan.leftovers],
+        like={os.path.basename(r.path): log for r in plan.rewrites if (log := segment_log(r.path)) is not None},
+        before_switch=save_before_switch,
+    )
+
+
 def apply_truncate(
     plan: TruncatePlan, backup: TruncateBackup | str, *, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
 ) -> TruncateReport:
@@ -663,7 +722,8 @@ def apply_truncate(
     if isinstance(backup, str):
         backup = TruncateBackup(backup, tool="kafkatool truncate")
     directory = plan.partition_dir
-    removed_leftovers: list[str] = []
+    # a staging dir of an interrupted run first: always safe to remove, and the exchange needs its name
+    removed_leftovers: list[str] = remove_staging_dirs(plan.staging_leftovers)
     if plan.interrupted_journal is not None:
         try:
             with open(plan.interrupted_journal, encoding="utf-8") as f:
@@ -680,7 +740,7 @@ def apply_truncate(
         if again.needs_changes:
             more = apply_truncate(again, backup, index_interval_bytes=index_interval_bytes)
             return TruncateReport(plan, more.written, more.moved, tuple(removed_leftovers) + more.removed_leftovers,
-                                  more.backup_dir, True, more.verified)
+                                  more.backup_dir, True, more.verified, more.method)
         return TruncateReport(plan, (), (), tuple(removed_leftovers), earlier_backup, True, True)
     # the plan was made before the lock was taken: make sure nothing moved since
     for c in plan.cuts:
@@ -694,30 +754,45 @@ def apply_truncate(
     for m in plan.moves:
         if not os.path.exists(m.path):
             raise RepairError("the file is gone since it was planned; run again", path=m.path)
+    if not (plan.cuts or plan.rewrites or plan.moves):
+        gone = [t for t in plan.leftovers if os.path.exists(t)]
+        for t in gone:  # temps of a run that never committed: the old state is intact
+            os.unlink(t)
+        if gone:
+            _fsync_dir(directory)
+        return TruncateReport(plan, (), (), tuple(removed_leftovers + gone), None, False, True)
+    why = exchange_unavailable(directory)
+    if why is None:
+        try:
+            _apply_by_exchange(plan, backup)
+            removed_leftovers += plan.leftovers  # absent from the new partition dir
+        except ExchangeUnavailable as e:
+            why = e.message
+    if why is not None:
+        _apply_by_journal(plan, backup, removed_leftovers)
+    # re-verify: exactly the intended bytes, and a second plan finds nothing
+    _verify(plan)
+    again = plan_truncate(directory, plan.keep_valid_after, index_interval_bytes,
+                          segments=[c.log_path for c in plan.cuts])
+    if again.needs_changes:
+        raise RepairError("re-verification failed: a second plan still finds changes", path=directory)
+    written = tuple(c.log_path for c in plan.cuts) + tuple(r.path for r in plan.rewrites)
+    return TruncateReport(plan, written, tuple(m.path for m in plan.moves), tuple(removed_leftovers), backup.root,
+                          False, True, "exchange" if why is None else f"journal ({why})")
+
+
+def _apply_by_journal(plan: TruncatePlan, backup: TruncateBackup, removed_leftovers: list[str]) -> None:
+    """The fallback when the exchange cannot be used: temp files beside the old ones, a journal
+    (the commit point), then the renames and moves (module doc)."""
+    directory = plan.partition_dir
     for t in plan.leftovers:  # temps of a run that never committed: the old state is intact
         try:
             os.unlink(t)
             removed_leftovers.append(t)
         except FileNotFoundError:
             pass
-    if not (plan.cuts or plan.rewrites or plan.moves):
-        if removed_leftovers:
-            _fsync_dir(directory)
-        return TruncateReport(plan, (), (), tuple(removed_leftovers), None, False, True)
     # 1. the backup: removed ranges, whole originals of rewritten files, the moves to come
-    for c in plan.cuts:
-        with open(c.log_path, "rb") as f:
-            for r in c.removed:
-                # streamed in chunks: a discarded tail can be most of a 2 GiB segment
-                backup.save_range(c.log_path, r.start, f, r.size, c.old_size, c.new_size, r.reason)
-                _fault_point("after backup")
-    for r in plan.rewrites:
-        backup.save(r.path, r.data, f"truncate: {r.kind} {r.detail}")
-        _fault_point("after backup")
-    move_dests = []
-    for m in plan.moves:
-        _entry, dest = backup.plan_move(m.path, m.reason)
-        move_dests.append((m.path, dest))
+    move_dests = _backup_everything(plan, backup)
     # 2. the new files beside the old ones
     temps = []
     for c in plan.cuts:
@@ -745,14 +820,6 @@ def apply_truncate(
     _fault_point("after journal")
     # 4. renames and moves, then the journal goes
     _roll_forward(journal)
-    # 5. re-verify: exactly the intended bytes, and a second plan finds nothing
-    _verify(plan)
-    again = plan_truncate(directory, plan.keep_valid_after, index_interval_bytes,
-                          segments=[c.log_path for c in plan.cuts])
-    if again.needs_changes:
-        raise RepairError("re-verification failed: a second plan still finds changes", path=directory)
-    return TruncateReport(plan, tuple(p for _t, p in temps), tuple(m.path for m in plan.moves),
-                          tuple(removed_leftovers), backup.root, False, True)
 
 
 def _verify(plan: TruncatePlan) -> None:
@@ -792,7 +859,7 @@ def apply_truncate_all(
     return apply_locked(
         plans,
         backup_dir,
-        lambda p, backup: apply_truncate(p, backup, index_interval_bytes=index_interval_bytes),
+        lambda ps, backup: [apply_truncate(p, backup, index_interval_bytes=index_interval_bytes) for p in ps],
         lambda root: TruncateBackup(root, tool="kafkatool truncate"),
         force=force,
         allow_transitional=allow_transitional,

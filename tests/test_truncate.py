@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES, REPO
 from test_reindex import HOLD_LOCK  # the same lock holder: a POSIX fcntl lock in another process
-from kafkatool.repair import TEMP_SUFFIX, plan_reindex
+from kafkatool.repair import NO_EXCHANGE_ENV, TEMP_SUFFIX, plan_reindex
 from kafkatool.record.v2 import RecordSpec, encode_batch
 from kafkatool.segment.checkpoint import encode_leader_epoch_checkpoint, read_leader_epoch_checkpoint
 from kafkatool.segment.snapshot import encode_producer_snapshot
@@ -371,7 +371,36 @@ def test_transitional_dir_refused(run, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- crash safety
 
 
-def test_sigkill_at_every_step_leaves_old_new_or_a_journal_the_next_run_completes(run, tmp_path: Path) -> None:
+def test_sigkill_at_every_step_leaves_old_new_or_a_journal_the_next_run_completes(tmp_path: Path) -> None:
+    # On the whole-dir exchange there is no journal to complete: after a kill at any step the
+    # partition dir is exactly the old state or exactly the new one. Segment 18 is cut at
+    # offset 27, so every kind of change happens at once: segment 0 stays (a hard link),
+    # segment 18's .log is cut and its indexes and .txnindex rewritten, segment 36 and the
+    # snapshots above 27 move to the backup, the leader-epoch-checkpoint is trimmed.
+    from crash_helpers import sigkill_every_step_strictly
+
+    src = build_partition(tmp_path / "src")
+    seg1 = src / name(18, ".log")
+    data = bytearray(seg1.read_bytes())
+    data[batches_of(bytes(data))[3][0] + 80] ^= 0x55
+    seg1.write_bytes(bytes(data))
+
+    def fresh(label: str) -> Path:
+        dst = tmp_path / label / "logdir" / "t-0"
+        shutil.copytree(src, dst)
+        return dst
+
+    n, seen = sigkill_every_step_strictly(tmp_path, fresh, ["truncate", "--index-interval-bytes", INTERVAL], restore)
+    assert n > 20
+    assert seen["old", True] >= 15 and seen["new", True] >= 2 and seen["new", False] >= 1, seen
+
+
+def test_journal_fallback_sigkill_at_every_step_leaves_old_new_or_a_journal_the_next_run_completes(
+    run, tmp_path: Path, monkeypatch
+) -> None:
+    # $KAFKATOOL_NO_EXCHANGE forces the journaled fallback: a kill after the commit point can
+    # leave a mix of old and new files, which the journal records and the next run completes.
+    monkeypatch.setenv(NO_EXCHANGE_ENV, "1")
     src = build_partition(tmp_path / "src")
     seg0 = src / name(0, ".log")
     data = bytearray(seg0.read_bytes())
@@ -398,6 +427,7 @@ def test_sigkill_at_every_step_leaves_old_new_or_a_journal_the_next_run_complete
         if p.returncode == 0:
             break
         assert p.returncode == -signal.SIGKILL, p
+        assert [d for d in part.parent.iterdir() if d.is_dir()] == [part]  # no staging dir on this path
         now = {k: v for k, v in without_lock(state(part)).items() if not k.endswith(TEMP_SUFFIX)}
         journal = TRUNCATE_JOURNAL in now
         now.pop(TRUNCATE_JOURNAL, None)

@@ -86,3 +86,10 @@ def _exit(out, message: str, code: int) -> None:
     out.flush()
     sys.stderr.write(f"kafkatool: error: {message}\n")
     sys.exit(code)
+
+
+def method_phrase(method: str) -> str:
+    """A report's ``method`` (``exchange``, ``journal (why)``) as a phrase for the ``done`` line."""
+    if method == "exchange":
+        return "the partition dir switched at once"
+    return "renamed one by one under a journal: " + method.removeprefix("journal (").removesuffix(")")

@@ -10,7 +10,7 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import byte_progress, exit_on_error, repair_options
+from kafkatool.cli.options import byte_progress, exit_on_error, method_phrase, repair_options
 
 
 def _name(path: str) -> str:
@@ -36,6 +36,9 @@ def plan_lines(plan) -> list[str]:
             )
     for p in plan.leftovers:
         lines.append(f"  remove    {_name(p)}: left by an interrupted kafkatool run")
+    for p in plan.staging_leftovers:
+        lines.append(f"  remove    {p}: the staging directory of an interrupted kafkatool run "
+                     "(named like a partition being deleted; the partition dir itself is complete)")
     if plan.interrupted_backup:
         lines.append(f"  note      the interrupted run kept its originals in {plan.interrupted_backup}")
     if plan.txn_unavailable:
@@ -83,12 +86,14 @@ def plan_object(plan, report=None, error: str | None = None) -> dict:
         ],
         "txnindex_not_rebuilt": plan.txn_unavailable,
         "leftovers": list(plan.leftovers),
+        "staging_leftovers": list(plan.staging_leftovers),
         "needs_changes": plan.needs_changes,
     }
     if report is not None:
         obj["written"] = list(report.written)
         obj["removed"] = list(report.removed_leftovers)
         obj["backup_dir"] = report.backup_dir
+        obj["method"] = report.method
         obj["verified"] = report.verified
     return obj
 
@@ -119,7 +124,7 @@ def reindex(paths, execute, index_interval_bytes, backup_dir, force, allow_trans
         check_partition_dir,
         default_backup_dir,
         find_segments,
-        plan_reindex,
+        plan_reindex_all,
     )
 
     out = sys.stdout
@@ -134,9 +139,7 @@ def reindex(paths, execute, index_interval_bytes, backup_dir, force, allow_trans
     with exit_on_error(out):
         total = sum(os.path.getsize(s) for s in segments)
         with byte_progress("reindex", "segments", total, quiet or not segments) as advance:
-            for s in segments:
-                plans.append(plan_reindex(s, index_interval_bytes))
-                advance(plans[-1].log_size)
+            plans = plan_reindex_all(segments, index_interval_bytes, on_plan=lambda p: advance(p.log_size))
 
     needing = [p for p in plans if p.needs_changes]
     reports = {}
@@ -176,6 +179,7 @@ def reindex(paths, execute, index_interval_bytes, backup_dir, force, allow_trans
                 r = reports.get(p.log_path)
                 if r is not None:
                     out.write(f"  done      {len(r.written)} files written and re-verified"
+                              + (f" ({method_phrase(r.method)})" if r.method else "")
                               + (f"; originals in {r.backup_dir}" if r.backup_dir else "") + "\n")
     out.flush()
     if not quiet:

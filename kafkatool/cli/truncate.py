@@ -10,7 +10,7 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import byte_progress, exit_on_error, repair_options
+from kafkatool.cli.options import byte_progress, exit_on_error, method_phrase, repair_options
 
 
 def _name(path: str) -> str:
@@ -44,6 +44,9 @@ def plan_lines(plan) -> list[str]:
         lines.append(f"  log end   the partition's log end offset becomes {plan.new_log_end}")
     for p in plan.leftovers:
         lines.append(f"  remove    {_name(p)}: left by an interrupted kafkatool run")
+    for p in plan.staging_leftovers:
+        lines.append(f"  remove    {p}: the staging directory of an interrupted kafkatool run "
+                     "(named like a partition being deleted; the partition dir itself is complete)")
     for n in plan.notes:
         lines.append(f"  note      {n}")
     return lines
@@ -83,6 +86,7 @@ def plan_object(plan, report=None) -> dict:
         "notes": list(plan.notes),
         "leftovers": list(plan.leftovers),
         "interrupted_journal": plan.interrupted_journal,
+        "staging_leftovers": list(plan.staging_leftovers),
         "needs_changes": plan.needs_changes,
     }
     if report is not None:
@@ -91,6 +95,7 @@ def plan_object(plan, report=None) -> dict:
         obj["removed"] = list(report.removed_leftovers)
         obj["backup_dir"] = report.backup_dir
         obj["completed_interrupted_run"] = report.completed_journal
+        obj["method"] = report.method
         obj["verified"] = report.verified
     return obj
 
@@ -167,6 +172,7 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
             r = reports.get(p.partition_dir)
             if r is not None:
                 out.write(f"  done      {len(r.written)} files written, {len(r.moved)} moved, re-verified"
+                          + (f" ({method_phrase(r.method)})" if r.method else "")
                           + (f"; removed bytes and originals in {r.backup_dir}" if r.backup_dir else "") + "\n")
     out.flush()
     if not quiet:
