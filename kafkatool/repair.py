@@ -45,7 +45,9 @@ import hashlib
 import json
 import os
 import shlex
+import shutil
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
@@ -464,14 +466,12 @@ def remove_staging_dirs(paths: Iterable[str]) -> list[str]:
     Always safe: before the exchange the partition dir still holds the old state complete,
     after it every byte of the staging dir is in the partition dir (hard links) or the backup.
     """
-    import shutil
-
     removed = []
     for p in paths:
         if not is_staging_dir(p) or not os.path.lexists(p):
             continue
         if os.path.isdir(p) and not os.path.islink(p):
-            shutil.rmtree(p)
+            _remove_staging(p)
         else:
             os.unlink(p)
         _fsync_dir(os.path.dirname(os.path.abspath(p)))
@@ -479,48 +479,76 @@ def remove_staging_dirs(paths: Iterable[str]) -> list[str]:
     return removed
 
 
-_libc_cache: list = []
-
-
-def _renameat2():
-    """A callable ``(old, new, flags) -> None`` for ``renameat2(2)``, or raise ExchangeUnavailable."""
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        raise ExchangeUnavailable(f"renameat2(RENAME_EXCHANGE) is Linux-only (this is {sys.platform})")
-    if not _libc_cache:
-        import ctypes
-        import platform
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = getattr(libc, "renameat2", None)
-        if fn is not None:
-            fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-            fn.restype = ctypes.c_int
-
-            def call(old: bytes, new: bytes, flags: int) -> int:
-                return fn(_AT_FDCWD, old, _AT_FDCWD, new, flags)
+def _remove_staging(path: str, fault: bool = False) -> None:
+    """Remove a staging dir: its ``.log`` files first, so that a removal cut short never
+    leaves a ``.log`` without its indexes (a broker recovers such a segment, and the
+    ``.log`` may be a hard link of the partition's own)."""
+    entries = sorted(os.listdir(path), key=lambda n: not n.endswith(_LOG_LIKE))
+    for n in entries:
+        p = os.path.join(path, n)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
         else:
-            nr = _SYS_RENAMEAT2.get(platform.machine())
-            if nr is None:
-                _libc_cache.append(None)
-                return _renameat2()
-            sc = libc.syscall
-            sc.restype = ctypes.c_long
+            os.unlink(p)
+        if fault and n.endswith(_LOG_LIKE):
+            _fault_point("after unlinking an old .log")
+    os.rmdir(path)
 
-            def call(old: bytes, new: bytes, flags: int) -> int:
-                return sc(ctypes.c_long(nr), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(old),
-                          ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(new), ctypes.c_uint(flags))
 
-        def rename(old: str, new: str, flags: int) -> None:
-            if call(os.fsencode(old), os.fsencode(new), flags) != 0:
-                e = ctypes.get_errno()
-                raise OSError(e, os.strerror(e), old, None, new)
+def _discard_staging(path: str) -> None:
+    """Best effort, on the way out of a failed build: what remains is a leftover the next run removes."""
+    try:
+        _remove_staging(path)
+        _fsync_dir(os.path.dirname(path))
+    except OSError:
+        pass
 
-        _libc_cache.append(rename)
-    if _libc_cache[0] is None:
-        raise ExchangeUnavailable("this libc has no renameat2 and the syscall number is unknown here")
-    return _libc_cache[0]
+
+_renameat2_cache: list = []
+
+
+def _load_renameat2() -> Callable[[str, str, int], None] | str:
+    """``renameat2(2)`` through ctypes (Python has no binding), or why it is not there."""
+    if not sys.platform.startswith("linux"):
+        return f"renameat2(RENAME_EXCHANGE) is Linux-only (this is {sys.platform})"
+    import ctypes
+    import platform
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is not None:
+        fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+        fn.restype = ctypes.c_int
+
+        def call(old: bytes, new: bytes, flags: int) -> int:
+            return fn(_AT_FDCWD, old, _AT_FDCWD, new, flags)
+    else:  # glibc < 2.28: the raw system call
+        nr = _SYS_RENAMEAT2.get(platform.machine())
+        if nr is None:
+            return f"this libc has no renameat2 and its system call number on {platform.machine()} is not known"
+        syscall = libc.syscall
+        syscall.restype = ctypes.c_long
+
+        def call(old: bytes, new: bytes, flags: int) -> int:
+            return syscall(ctypes.c_long(nr), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(old),
+                           ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(new), ctypes.c_uint(flags))
+
+    def rename(old: str, new: str, flags: int) -> None:
+        if call(os.fsencode(old), os.fsencode(new), flags) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e), old, None, new)
+
+    return rename
+
+
+def _renameat2() -> Callable[[str, str, int], None]:
+    """The ``renameat2`` callable ``(old, new, flags)``; raises :class:`ExchangeUnavailable` without one."""
+    if not _renameat2_cache:
+        _renameat2_cache.append(_load_renameat2())
+    found = _renameat2_cache[0]
+    if isinstance(found, str):
+        raise ExchangeUnavailable(found)
+    return found
 
 
 def exchange_dirs(a: str, b: str) -> None:
@@ -538,7 +566,7 @@ def exchange_unavailable(partition_dir: str) -> str | None:
     while building the staging dir (then :class:`ExchangeUnavailable` is raised before the
     backup is touched).
     """
-    if os.environ.get(NO_EXCHANGE_ENV):
+    if os.environ.get(NO_EXCHANGE_ENV, "") not in ("", "0"):
         return f"${NO_EXCHANGE_ENV} is set"
     if os.path.islink(partition_dir):
         return "the partition dir is a symbolic link"
@@ -698,8 +726,6 @@ def exchange_partition(
     behind, when a hard link or the exchange itself is refused; the caller then uses the
     journal. The caller holds the log dir's lock and has removed a leftover staging dir.
     """
-    import shutil
-
     write = dict(write or {})
     cut = dict(cut or {})
     drop = set(drop)
@@ -721,7 +747,10 @@ def exchange_partition(
                 raise ExchangeUnavailable(f"the partition dir holds {entry.name!r}, which is not a regular file")
             stats[entry.name] = st
     kept = sorted(n for n in stats if n not in drop)
-    some = next((stats[n] for n in kept if n.endswith(".log")), next(iter(stats.values()), dir_stat))
+    # a created file with no file to take after: like the partition's files (a .log), else the dir without x bits
+    some = next((stats[n] for n in kept if n.endswith(".log")), next(iter(stats.values()), None))
+    if some is None:
+        some = os.stat_result((dir_stat.st_mode & ~0o111, *tuple(dir_stat)[1:]))
     logs = [n for n in kept if n.endswith(_LOG_LIKE) and n not in cut and n not in write]
     small = sorted((set(kept) | set(write)) - set(logs) - set(cut))
     os.mkdir(staging, 0o700)
@@ -755,22 +784,26 @@ def exchange_partition(
         _fsync_dir(log_dir)
         _fault_point("after staging fsync")
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        _discard_staging(staging)
         raise
     # 4. the backup: every byte the new state removes is saved before the switch
     if before_switch is not None:
-        before_switch()
+        try:
+            before_switch()
+        except BaseException:
+            _discard_staging(staging)
+            raise
     # 5. the switch: afterwards the partition dir holds the new state, the staging dir the old one
     try:
         exchange_dirs(staging, partition_dir)
     except OSError as e:
-        shutil.rmtree(staging, ignore_errors=True)
+        _discard_staging(staging)
         raise RepairError(f"renameat2(RENAME_EXCHANGE) failed ({e.strerror}); nothing changed", path=partition_dir) from None
     _fault_point("after exchange")
     _fsync_dir(log_dir)
     _fault_point("after exchange fsync")
     # 6. the old state: every byte of it is in the partition dir (hard links) or in the backup
-    shutil.rmtree(staging)
+    _remove_staging(staging, fault=True)
     _fault_point("after staging removal")
     _fsync_dir(log_dir)
     _fault_point("after log dir fsync")
