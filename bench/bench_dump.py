@@ -60,13 +60,31 @@ TARGET_DEEP_RATIO_VS_AIOKAFKA = 1.0
 TARGET_VARIANT = "none-16k"
 
 
+#: ``--clean-start``: every child (kafkatool and the peers alike) starts as ``python -S`` with
+#: the kafkatool under test and site-packages on ``PYTHONPATH`` (see :func:`set_child_env`).
+CLEAN_START = False
+CLEAN_START_HELP = (
+    "start every child, kafkatool and the peers alike, as `python -S` with site-packages on PYTHONPATH: "
+    "no .pth start-up hooks (on this machine a sandbox CA injector and the editable install's finder, "
+    "~25 ms per process that belongs to no tool under test)"
+)
+
+
+def python_cmd() -> list[str]:
+    """How every Python child starts: this interpreter, with ``-S`` under ``--clean-start``."""
+    return [sys.executable, "-S"] if CLEAN_START else [sys.executable]
+
+
 def kafkatool_exe() -> list[str]:
     """The installed ``kafkatool`` console script of this interpreter.
 
     Taken from the interpreter's own scripts directory, not from ``PATH``: a version
     manager's shim (pyenv's is a bash script) would add ~0.1 s to every kafkatool run
-    that the peers, started as ``sys.executable SCRIPT``, do not pay.
+    that the peers, started as ``sys.executable SCRIPT``, do not pay. Under
+    ``--clean-start``: ``python -S -m kafkatool``.
     """
+    if CLEAN_START:
+        return [*python_cmd(), "-m", "kafkatool"]
     exe = os.path.join(sysconfig.get_path("scripts"), "kafkatool")
     if os.access(exe, os.X_OK):
         return [exe]
@@ -78,7 +96,7 @@ def tool_command(tool: str, mode: str, path: str) -> list[str]:
     if tool == "kafkatool":
         return [*kafkatool_exe(), "dump", *flags, path]
     script = {"kafka-python": "peer_kafka_python.py", "aiokafka": "peer_aiokafka.py"}[tool]
-    return [sys.executable, os.path.join(HERE, script), *flags, path]
+    return [*python_cmd(), os.path.join(HERE, script), *flags, path]
 
 
 # --------------------------------------------------------------------------- running one process
@@ -101,7 +119,7 @@ CHILD_ENV: dict[str, str] | None = None
 CHILD_CWD: str | None = None
 
 
-def set_child_env(root: str, kafkatool_path: str | None) -> None:
+def set_child_env(root: str, kafkatool_path: str | None, clean_start: bool = False) -> None:
     """The children's environment: cached bytecode, and the kafkatool snapshot first on the path.
 
     With ``PYTHONDONTWRITEBYTECODE`` set (as in some sandboxes) and no ``__pycache__``
@@ -110,14 +128,24 @@ def set_child_env(root: str, kafkatool_path: str | None) -> None:
     bytecode under ``ROOT/pycache`` (``PYTHONPYCACHEPREFIX``): nothing is written into the
     repository or site-packages, every tool is treated alike, and the untimed runs made
     before timing fill the cache.
+
+    ``clean_start`` (``--clean-start``): the children run ``python -S`` (no ``site``, so no
+    ``.pth`` hooks), with the kafkatool under test (snapshot, or the repository with
+    ``--live``) and then this interpreter's site-packages on ``PYTHONPATH``.
     """
-    global CHILD_ENV, CHILD_CWD
+    global CHILD_ENV, CHILD_CWD, CLEAN_START
+    CLEAN_START = clean_start
     os.makedirs(root, exist_ok=True)
     CHILD_CWD = root
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = os.path.join(root, "pycache")
-    if kafkatool_path:
+    if clean_start:
+        import site
+
+        paths = [kafkatool_path or REPO, *site.getsitepackages()]
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (*paths, env.get("PYTHONPATH")) if p)
+    elif kafkatool_path:
         # PYTHONPATH is searched before the editable install's finder (appended to sys.meta_path).
         env["PYTHONPATH"] = os.pathsep.join(p for p in (kafkatool_path, env.get("PYTHONPATH")) if p)
     CHILD_ENV = env
@@ -170,7 +198,7 @@ print(json.dumps({"location": os.path.dirname(kafkatool.__file__), "speedups": s
 def child_kafkatool_info() -> dict:
     """Where the children import kafkatool from, and whether its compiled decoder loads there."""
     out = subprocess.run(
-        [sys.executable, "-c", _CHILD_INFO], capture_output=True, text=True, check=True, env=CHILD_ENV, cwd=CHILD_CWD
+        [*python_cmd(), "-c", _CHILD_INFO], capture_output=True, text=True, check=True, env=CHILD_ENV, cwd=CHILD_CWD
     )
     return json.loads(out.stdout)
 
@@ -458,6 +486,8 @@ def announce_under_test(log, kt_location: str, started_versions: dict, snapshot:
     log(f"kafkatool under test: {kt_location} (commit {started_versions.get('kafkatool_commit')}"
         f"{', uncommitted changes' if started_versions.get('kafkatool_dirty') else ''},"
         f" source {started_versions['kafkatool_source']}){extra}")
+    log("children start as `python -S` (--clean-start: no .pth start-up hooks, for every tool)" if CLEAN_START
+        else "children start as plain `python` (this machine's .pth start-up hooks included, for every tool)")
     if snapshot is not None and not kt_location.startswith(snapshot):
         log(f"error: the children import kafkatool from {kt_location}, not from the snapshot {snapshot}")
         return None
@@ -493,6 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--modes", default="batch,deep", help="comma separated subset of: batch, deep")
     ap.add_argument("--tools", default=",".join(TOOLS), help=f"comma separated subset of: {', '.join(TOOLS)}")
     ap.add_argument("--no-check", action="store_true", help="skip the untimed output and CRC checks")
+    ap.add_argument("--clean-start", action="store_true", help=CLEAN_START_HELP)
     ap.add_argument("--live", action="store_true", help="run the working tree's kafkatool, not a snapshot taken at the start")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="directory for the JSON report")
     ap.add_argument("--seed", type=int, default=gen.DEFAULT_SEED)
@@ -512,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started_versions = versions()
     snapshot = None if args.live else snapshot_kafkatool(root)
-    set_child_env(root, snapshot)
+    set_child_env(root, snapshot, args.clean_start)
     kt_info = child_kafkatool_info()
     kt_location = kt_info["location"]
     started_versions["kafkatool_speedups"] = kt_info["speedups"]
@@ -618,6 +649,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "kafkatool dump",
         "started": started.isoformat(timespec="seconds"),
+        "clean_start": args.clean_start,
         "elapsed_s": round((_dt.datetime.now() - started).total_seconds(), 1),
         "quick": args.quick,
         "runs": runs,

@@ -264,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, help="timed runs per command, best kept (default 3; 1 with --quick)")
     ap.add_argument("--commands", default=",".join(COMMANDS), help=f"comma separated subset of: {', '.join(COMMANDS)}")
     ap.add_argument("--no-check", action="store_true", help="skip the untimed correctness checks")
+    ap.add_argument("--clean-start", action="store_true", help=bd.CLEAN_START_HELP)
     ap.add_argument("--live", action="store_true", help="run the working tree's kafkatool, not a snapshot taken at the start")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="directory for the JSON report")
     ap.add_argument("--seed", type=int, default=gen.DEFAULT_SEED)
@@ -279,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started_versions = bd.versions()
     snapshot = None if args.live else bd.snapshot_kafkatool(root)
-    bd.set_child_env(root, snapshot)
+    bd.set_child_env(root, snapshot, args.clean_start)
     kt_info = bd.child_kafkatool_info()
     kt_location = kt_info["location"]
     load = bd.announce_under_test(log, kt_location, started_versions, snapshot, f"; command {bd.kafkatool_exe()[0]}")
@@ -382,6 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "kafkatool reindex",
         "started": started.isoformat(timespec="seconds"),
+        "clean_start": args.clean_start,
         "elapsed_s": round((_dt.datetime.now() - started).total_seconds(), 1),
         "quick": args.quick,
         "runs": runs,

@@ -82,7 +82,7 @@ def tool_command(tool: str, path: str, *, check: bool = False) -> list[str]:
     if tool in KAFKATOOL_TOOLS:
         fmt = ["--format", "jsonl"] if check else []
         return [*bd.kafkatool_exe(), "verify", "-q", *KAFKATOOL_TOOLS[tool], *fmt, path]
-    return [sys.executable, os.path.join(HERE, PEERS[tool]), path]
+    return [*bd.python_cmd(), os.path.join(HERE, PEERS[tool]), path]
 
 
 def tools_for(variant: str, tools: list[str]) -> list[str]:
@@ -282,6 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, help="timed runs per command, best kept (default 3; 1 with --quick)")
     ap.add_argument("--tools", default=",".join(TOOLS), help=f"comma separated subset of: {', '.join(TOOLS)}")
     ap.add_argument("--no-check", action="store_true", help="skip the untimed output and CRC self-checks")
+    ap.add_argument("--clean-start", action="store_true", help=bd.CLEAN_START_HELP)
     ap.add_argument("--live", action="store_true", help="run the working tree's kafkatool, not a snapshot taken at the start")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="directory for the JSON report")
     ap.add_argument("--seed", type=int, default=gen.DEFAULT_SEED)
@@ -300,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
 
     started_versions = bd.versions()
     snapshot = None if args.live else bd.snapshot_kafkatool(root)
-    bd.set_child_env(root, snapshot)
+    bd.set_child_env(root, snapshot, args.clean_start)
     kt_info = bd.child_kafkatool_info()
     started_versions["kafkatool_speedups"] = kt_info["speedups"]
     load = bd.announce_under_test(log, kt_info["location"], started_versions, snapshot)
@@ -422,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "benchmark": "kafkatool verify",
         "started": started.isoformat(timespec="seconds"),
+        "clean_start": args.clean_start,
         "elapsed_s": round((_dt.datetime.now() - started).total_seconds(), 1),
         "quick": args.quick,
         "runs": runs,

@@ -43,9 +43,9 @@ from kafkatool.segment.walk import SegmentWalker, WalkStop
 # a short run.
 
 try:  # the compiled shallow scan, when the optional extension was built with it
-    from kafkatool.record._speedups import scan_v2 as _scan_v2  # type: ignore
+    from kafkatool.record._speedups import scan_fd as _scan_fd, scan_v2 as _scan_v2  # type: ignore
 except ImportError:  # pragma: no cover - depends on the build
-    _scan_v2 = None
+    _scan_v2 = _scan_fd = None
 
 __all__ = ["KINDS", "INFO_KINDS", "Finding", "FileSummary", "VerifyOptions", "verify_paths", "expand_targets"]
 
@@ -389,7 +389,13 @@ def _throttle(rate: float, nbytes: int) -> None:
 SPLIT_MIN_BYTES = 32 << 20
 
 
-# slots of the state list shared with the compiled scan (_speedups.scan_v2)
+#: The compiled file scan's buffer (an entry larger than this is walked in Python) and the
+#: bytes it scans between two returns to Python (progress, --max-rate).
+_SCAN_BUFFER = 4 << 20
+_SCAN_BUDGET = 64 << 20
+_SCAN_PAUSED = 9  # scan_fd's status: the budget of this call is spent
+
+# slots of the state list shared with the compiled scans (_speedups.scan_v2, scan_fd)
 (
     _S_PREV_LAST, _S_BASE, _S_GOOD, _S_MAX_TS, _S_FIRST, _S_FIRST_LAST, _S_EPOCHS, _S_WANT_POS,
     _S_POS_CURSOR, _S_AT_POSITION, _S_WANT_OFF, _S_OFF_CURSOR, _S_BY_LAST, _S_CONTAINING, _S_BATCHES,
@@ -425,11 +431,15 @@ class _Scanner:
         return self._run_compiled(path, start, end)
 
     def _run_compiled(self, path: str, start: int, end: int) -> SegmentWalker:
-        """:meth:`run` with the healthy-batch path in C (``_speedups.scan_v2``).
+        """:meth:`run` with the healthy-batch path in C.
 
-        The compiled scan applies the same predicate as :meth:`run`'s fast path and
-        updates the state list in place; it stops after any other batch, which is checked
-        here by :meth:`run`'s slow path with the state copied out and back.
+        ``_speedups.scan_fd`` reads the file itself (128 KiB preads, each scanned while
+        it is still in the CPU cache) and applies the same predicate as :meth:`run`'s
+        fast path, updating the state list in place; it returns any other batch, which is
+        checked here by :meth:`run`'s slow path with the state copied out and back. Where
+        it stops for good (the end, a tail, a legacy or damaged entry, an entry larger
+        than its buffer), the generic walk goes on, with ``_speedups.scan_v2`` over its
+        windows, and its walker is returned.
         """
         part, facts = self.part, self.facts
         want_pos, want_off = facts.sorted_arrays()
@@ -440,25 +450,53 @@ class _Scanner:
         ]
         on_bytes = part.on_bytes
         rate = self.opts.max_rate
+
+        def progress(done: int) -> None:
+            if on_bytes is not None:
+                on_bytes(done - self.reported)
+                self.reported = done
+
+        def check(batch, data) -> None:
+            self._load(st)
+            self.run(((batch, data),), throttle=False)
+            self._store(st)
+
+        pos = start
+        if _scan_fd is not None:
+            # pauses let the progress bar and --max-rate act; a rate paces in tenths of a second
+            budget = max(1 << 20, int(rate) // 10) if rate else _SCAN_BUDGET
+            buf = bytearray(_SCAN_BUFFER)
+            held = (0, 0)
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                while pos < end:
+                    batch, data, nxt, status, *held = _scan_fd(fd, pos, end, Batch, st, buf, *held, budget)
+                    if rate:  # bytes the scan moved past, slow batches included
+                        _throttle(rate, nxt - pos)
+                    pos = nxt
+                    progress(pos)
+                    if batch is not None:
+                        check(batch, memoryview(data))
+                    elif status != _SCAN_PAUSED:
+                        break
+            finally:
+                os.close(fd)
+                self._load(st)
+
         scan = _scan_v2
 
         def window_scan(buf, rel, lim, file_pos, batch_type):
             out = scan(buf, rel, lim, file_pos, batch_type, st)
             if rate:  # bytes the walk moved past, slow batches included
                 _throttle(rate, out[1] - rel)
-            if on_bytes is not None:
-                done = file_pos + out[1] - rel
-                on_bytes(done - self.reported)
-                self.reported = done
+            progress(file_pos + out[1] - rel)
             return out
 
-        walker = SegmentWalker(path, start=start, end=end, window_scan=window_scan)
+        walker = SegmentWalker(path, start=pos, end=end, window_scan=window_scan)
         try:
             with walker:
                 for batch, data in walker:
-                    self._load(st)
-                    self.run(((batch, data),), throttle=False)
-                    self._store(st)
+                    check(batch, data)
         finally:
             self._load(st)
         return walker

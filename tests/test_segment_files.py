@@ -269,9 +269,9 @@ def test_partition_dir_is_a_tuple() -> None:
 
 
 def test_sibling() -> None:
-    assert sibling("/d/t-0/00000000000000000000.index", ".log") == Path("/d/t-0/00000000000000000000.log")
-    assert sibling("00000000000000000005.timeindex", "index") == Path("00000000000000000005.index")
-    assert sibling(Path("/d/00000000000000000005.log.deleted"), ".txnindex") == Path("/d/00000000000000000005.txnindex")
+    assert sibling("/d/t-0/00000000000000000000.index", ".log") == "/d/t-0/00000000000000000000.log"
+    assert sibling("00000000000000000005.timeindex", "index") == "00000000000000000005.index"
+    assert sibling(Path("/d/00000000000000000005.log.deleted"), ".txnindex") == "/d/00000000000000000005.txnindex"
 
 
 # ----------------------------------------------------------------------------- real broker dirs

@@ -49,6 +49,19 @@ TXNINDEX = encode_txn_index([AbortedTxn(0, 9, 107, 108, 107)])
 EPOCHS = encode_leader_epoch_checkpoint([(0, 100), (1, 106), (2, 109), (3, 130)])
 
 
+@pytest.fixture(autouse=True, params=["default", "small-buffer", "tiny-buffer"])
+def scan_buffer(request, monkeypatch):
+    """Every test runs with the compiled file scan's real buffer, and with buffers so small
+    that its refills, its pauses (a budget of one byte: a return to Python after every read)
+    and its hand-over of entries larger than the buffer to the generic walk all happen."""
+    if request.param == "small-buffer":
+        monkeypatch.setattr(verify_module, "_SCAN_BUFFER", 1000)
+        monkeypatch.setattr(verify_module, "_SCAN_BUDGET", 1)
+    elif request.param == "tiny-buffer":
+        monkeypatch.setattr(verify_module, "_SCAN_BUFFER", 90)
+    return request.param
+
+
 def _run(paths: list[str], implementation: str, monkeypatch, **opts) -> list:
     with monkeypatch.context() as m:
         if implementation == "python":
@@ -206,3 +219,22 @@ def test_each_header_field_both_ways(tmp_path, monkeypatch, field, fmt, value):
     d = _write(tmp_path, b"".join(batches))
     compiled, python = _both([str(d)], monkeypatch)
     assert compiled == python
+
+
+def test_scan_fd_stops_where_a_shrunken_file_ends(tmp_path):
+    """A file shorter than the ``end`` it was asked for (a live broker truncated it) reads
+    as if it ended there: the scan stops at the last complete batch, nothing is invented."""
+    from kafkatool.record._speedups import scan_fd
+    from kafkatool.record.batch import Batch
+
+    path = tmp_path / LOG
+    whole = b"".join(BATCHES[:3])
+    path.write_bytes(whole + BATCHES[3][:30])
+    st = [None, 100, 0, -1, None, None, {}, None, 0, {}, None, 0, {}, {}, 0]
+    buf = bytearray(4096)
+    with open(path, "rb") as f:
+        batch, data, nxt, status, buf_pos, buf_len = scan_fd(f.fileno(), 0, 1 << 20, Batch, st, buf, 0, 0, 0)
+    assert batch is None and data is None
+    assert nxt == len(whole)  # the partial batch after it is left for the generic walk
+    assert st[14] == 3  # three batches checked
+    assert (buf_pos, buf_len) == (len(whole), 30)  # what is held for the next call: the partial batch

@@ -24,6 +24,8 @@
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <errno.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1152,7 +1154,7 @@ walk_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 /* ==================================================================== scan_v2 */
 
-/* Slots of the state list scan_v2 reads and updates (kafkatool.verify names them). */
+/* Slots of the state list the scans read and update (kafkatool.verify names them). */
 enum {
     SCAN_PREV_LAST,      /* int | None: last offset of the previous batch of the partition */
     SCAN_BASE,           /* int | None: the segment's base offset (None: not known) */
@@ -1173,6 +1175,16 @@ enum {
 };
 
 #define SCAN_INT32_MAX 2147483647LL
+
+/* The state list, unpacked for the duration of one call. */
+struct scan_state {
+    int64_t prev, base, first_off, first_last, good, max_ts, batches, last_epoch;
+    int have_prev, have_base, have_first, set_first, healthy;
+    Py_ssize_t pcur, wcur, npos, noff;
+    const int64_t *wpos, *woff;
+    Py_buffer wpos_view, woff_view;
+    PyObject *epochs, *at_position, *by_last, *containing;
+};
 
 /* An optional int slot: 0 with *present = 0 for None. Python's offsets can leave the
  * int64 range (baseOffset + lastOffsetDelta of a damaged batch); they are clamped, which
@@ -1204,7 +1216,7 @@ scan_set(PyObject *st, int slot, PyObject *value) /* steals value */
     return PyList_SetItem(st, slot, value);
 }
 
-/* dict[key] = value for int64 keys; values built by the caller (stolen). */
+/* dict[key] = value for int64 keys; value built by the caller (stolen). */
 static int
 scan_dict_set(PyObject *dict, int64_t key, PyObject *value)
 {
@@ -1254,110 +1266,146 @@ scan_array(PyObject *st, int slot, Py_buffer *view, const int64_t **arr, Py_ssiz
     return 0;
 }
 
-PyDoc_STRVAR(scan_v2_doc,
-"scan_v2(buf, pos, end, file_position, batch_type, state)\n--\n\n"
-"Check the complete v2 batches of ``buf[pos:end]`` the way kafkatool.verify's\n"
-"shallow scan does, without a Python object per healthy batch.\n\n"
-"A batch is healthy when it is a non-transactional, non-control v2 data batch\n"
-"whose CRC-32C matches and whose header fields pass every shallow check\n"
-"(kafkatool.verify._Scanner's predicate); for it only ``state`` (a list, slots\n"
-"named in kafkatool.verify) is updated. The walk stops after the first batch\n"
-"that is not healthy and returns it for Python to check. Returns\n"
-"``(batches, next_pos, status)`` as walk_v2 does, ``batches`` holding at most\n"
-"that one batch.");
-
-static PyObject *
-scan_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+static void
+scan_release(struct scan_state *s)
 {
-    Py_buffer view, wpos_view, woff_view;
-    Py_ssize_t pos, end, p, npos = 0, noff = 0, pcur, wcur;
-    long long file_position;
-    PyTypeObject *batch_type;
-    PyObject *st, *list = NULL, *result = NULL, *epochs, *at_position, *by_last, *containing;
-    const uint8_t *buf;
-    const int64_t *wpos = NULL, *woff = NULL;
-    int status = WALK_NEED_MORE, overflow, have_prev, have_base, have_first, set_first = 0;
-    int64_t prev, base, first_off, first_last = 0, good, max_ts, batches, last_epoch = -1, healthy = 0;
+    if (s->wpos_view.obj != NULL)
+        PyBuffer_Release(&s->wpos_view);
+    if (s->woff_view.obj != NULL)
+        PyBuffer_Release(&s->woff_view);
+}
 
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "scan_v2() takes exactly 6 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    if (!PyType_Check(args[4]) || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "scan_v2(): batch_type must be a subtype of tuple");
-        return NULL;
-    }
-    batch_type = (PyTypeObject *)args[4];
-    st = args[5];
+/* Unpack the state list; scan_release() afterwards, also on failure. */
+static int
+scan_begin(PyObject *st, struct scan_state *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->last_epoch = -1;
     if (!PyList_CheckExact(st) || PyList_GET_SIZE(st) != SCAN_NSLOTS) {
-        PyErr_Format(PyExc_TypeError, "scan_v2(): state must be a list of %d items", SCAN_NSLOTS);
-        return NULL;
+        PyErr_Format(PyExc_TypeError, "state must be a list of %d items", SCAN_NSLOTS);
+        return -1;
     }
-    epochs = PyList_GET_ITEM(st, SCAN_EPOCHS);
-    at_position = PyList_GET_ITEM(st, SCAN_AT_POSITION);
-    by_last = PyList_GET_ITEM(st, SCAN_BY_LAST);
-    containing = PyList_GET_ITEM(st, SCAN_CONTAINING);
-    if (!PyDict_Check(epochs) || !PyDict_Check(at_position) || !PyDict_Check(by_last) || !PyDict_Check(containing)) {
-        PyErr_SetString(PyExc_TypeError, "scan_v2(): state dict slots must hold dicts");
-        return NULL;
+    s->epochs = PyList_GET_ITEM(st, SCAN_EPOCHS);
+    s->at_position = PyList_GET_ITEM(st, SCAN_AT_POSITION);
+    s->by_last = PyList_GET_ITEM(st, SCAN_BY_LAST);
+    s->containing = PyList_GET_ITEM(st, SCAN_CONTAINING);
+    if (!PyDict_Check(s->epochs) || !PyDict_Check(s->at_position) || !PyDict_Check(s->by_last) || !PyDict_Check(s->containing)) {
+        PyErr_SetString(PyExc_TypeError, "state dict slots must hold dicts");
+        return -1;
     }
-    if (as_index(args[1], &pos) < 0 || as_index(args[2], &end) < 0)
-        return NULL;
-    {
-        PyObject *idx = PyNumber_Index(args[3]);
-        if (idx == NULL)
-            return NULL;
-        file_position = PyLong_AsLongLongAndOverflow(idx, &overflow);
-        Py_DECREF(idx);
-        if (file_position == -1 && PyErr_Occurred())
-            return NULL;
-        if (overflow != 0) {
-            PyErr_SetString(PyExc_OverflowError, "scan_v2(): file_position out of range");
-            return NULL;
+    if (scan_get_opt(st, SCAN_PREV_LAST, &s->prev, &s->have_prev) < 0 ||
+        scan_get_opt(st, SCAN_BASE, &s->base, &s->have_base) < 0 ||
+        scan_get_opt(st, SCAN_FIRST, &s->first_off, &s->have_first) < 0)
+        return -1;
+    s->good = PyLong_AsLongLong(PyList_GET_ITEM(st, SCAN_GOOD));
+    s->max_ts = PyLong_AsLongLong(PyList_GET_ITEM(st, SCAN_MAX_TS));
+    s->batches = PyLong_AsLongLong(PyList_GET_ITEM(st, SCAN_BATCHES));
+    s->pcur = PyLong_AsSsize_t(PyList_GET_ITEM(st, SCAN_POS_CURSOR));
+    s->wcur = PyLong_AsSsize_t(PyList_GET_ITEM(st, SCAN_OFF_CURSOR));
+    if (PyErr_Occurred())
+        return -1;
+    if (scan_array(st, SCAN_WANT_POS, &s->wpos_view, &s->wpos, &s->npos) < 0 ||
+        scan_array(st, SCAN_WANT_OFF, &s->woff_view, &s->woff, &s->noff) < 0)
+        return -1;
+    if (s->pcur < 0 || s->pcur > s->npos || s->wcur < 0 || s->wcur > s->noff) {
+        PyErr_SetString(PyExc_ValueError, "state cursor out of range");
+        return -1;
+    }
+    return 0;
+}
+
+/* Write back what the scan changed. */
+static int
+scan_end(PyObject *st, struct scan_state *s)
+{
+    if ((s->healthy && scan_set(st, SCAN_PREV_LAST, PyLong_FromLongLong(s->prev)) < 0) ||
+        (s->set_first && (scan_set(st, SCAN_FIRST, PyLong_FromLongLong(s->first_off)) < 0 ||
+                          scan_set(st, SCAN_FIRST_LAST, PyLong_FromLongLong(s->first_last)) < 0)) ||
+        scan_set(st, SCAN_GOOD, PyLong_FromLongLong(s->good)) < 0 ||
+        scan_set(st, SCAN_MAX_TS, PyLong_FromLongLong(s->max_ts)) < 0 ||
+        scan_set(st, SCAN_BATCHES, PyLong_FromLongLong(s->batches)) < 0 ||
+        scan_set(st, SCAN_POS_CURSOR, PyLong_FromSsize_t(s->pcur)) < 0 ||
+        scan_set(st, SCAN_OFF_CURSOR, PyLong_FromSsize_t(s->wcur)) < 0)
+        return -1;
+    return 0;
+}
+
+/* The state updates of one healthy batch (verify's fast path). */
+static int
+scan_healthy(struct scan_state *s, int64_t position, int64_t first, int64_t lo, int64_t mts, int32_t ple)
+{
+    if (ple >= 0 && ple != s->last_epoch) {
+        PyObject *k = PyLong_FromLong(ple);
+        int has;
+        if (k == NULL)
+            return -1;
+        has = PyDict_Contains(s->epochs, k);
+        if (has == 0) {
+            PyObject *v = PyLong_FromLongLong(first);
+            has = v == NULL ? -1 : PyDict_SetItem(s->epochs, k, v);
+            Py_XDECREF(v);
+        }
+        Py_DECREF(k);
+        if (has < 0)
+            return -1;
+        s->last_epoch = ple;
+    }
+    s->prev = lo;
+    s->have_prev = 1;
+    s->healthy = 1;
+    if (!s->have_first) {
+        s->first_off = first;
+        s->first_last = lo;
+        s->have_first = s->set_first = 1;
+    }
+    s->good++;
+    if (mts > s->max_ts)
+        s->max_ts = mts;
+    while (s->pcur < s->npos && s->wpos[s->pcur] < position)
+        s->pcur++;
+    if (s->pcur < s->npos && s->wpos[s->pcur] == position &&
+        scan_dict_set(s->at_position, position, PyLong_FromLongLong(lo)) < 0)
+        return -1;
+    if (s->noff) {
+        const int64_t *woff = s->woff;
+        /* the cursor only moves forward; a wanted offset behind it (after an offset
+         * anomaly checked in Python) is looked up instead */
+        if (s->wcur > 0 && woff[s->wcur - 1] >= lo && scan_contains(woff, s->noff, lo) &&
+            scan_dict_set(s->by_last, lo, Py_BuildValue("(LL)", (long long)position, (long long)s->max_ts)) < 0)
+            return -1;
+        while (s->wcur < s->noff && woff[s->wcur] < first)
+            s->wcur++;
+        while (s->wcur < s->noff && woff[s->wcur] <= lo) {
+            int64_t w = woff[s->wcur];
+            if (w == lo) {
+                if (scan_dict_set(s->by_last, lo, Py_BuildValue("(LL)", (long long)position, (long long)s->max_ts)) < 0)
+                    return -1;
+            }
+            else if (scan_dict_set(s->containing, w, Py_BuildValue("(LLL)", (long long)position, (long long)lo, (long long)s->max_ts)) < 0)
+                return -1;
+            s->wcur++;
         }
     }
-    if (scan_get_opt(st, SCAN_PREV_LAST, &prev, &have_prev) < 0 ||
-        scan_get_opt(st, SCAN_BASE, &base, &have_base) < 0 ||
-        scan_get_opt(st, SCAN_FIRST, &first_off, &have_first) < 0)
-        return NULL;
-    good = PyLong_AsLongLong(PyList_GET_ITEM(st, SCAN_GOOD));
-    max_ts = PyLong_AsLongLong(PyList_GET_ITEM(st, SCAN_MAX_TS));
-    batches = PyLong_AsLongLong(PyList_GET_ITEM(st, SCAN_BATCHES));
-    pcur = PyLong_AsSsize_t(PyList_GET_ITEM(st, SCAN_POS_CURSOR));
-    wcur = PyLong_AsSsize_t(PyList_GET_ITEM(st, SCAN_OFF_CURSOR));
-    if (PyErr_Occurred())
-        return NULL;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    wpos_view.obj = woff_view.obj = NULL;
-    if (pos < 0 || pos > end || end > view.len) {
-        PyErr_Format(PyExc_ValueError,
-            "scan_v2: need 0 <= pos (%zd) <= end (%zd) <= len(buf) (%zd)", pos, end, view.len);
-        goto done;
-    }
-    if (file_position > LLONG_MAX - (end - pos)) {
-        PyErr_SetString(PyExc_OverflowError, "scan_v2(): file_position out of range");
-        goto done;
-    }
-    if (scan_array(st, SCAN_WANT_POS, &wpos_view, &wpos, &npos) < 0 ||
-        scan_array(st, SCAN_WANT_OFF, &woff_view, &woff, &noff) < 0)
-        goto done;
-    if (pcur < 0 || pcur > npos || wcur < 0 || wcur > noff) {
-        PyErr_SetString(PyExc_ValueError, "scan_v2(): cursor out of range");
-        goto done;
-    }
-    list = PyList_New(0);
-    if (list == NULL)
-        goto done;
-    buf = (const uint8_t *)view.buf;
-    p = pos;
+    s->batches++;
+    return 0;
+}
+
+/* Walk buf[pos:end) (buf[pos] being at file_position): healthy batches update the state;
+ * the first other complete v2 batch is appended to `list` and ends the walk after it.
+ * Sets *next (buffer index where the walk stopped) and *status (walk_v2's codes); -1 on
+ * a Python error. */
+static int
+scan_run(struct scan_state *s, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long long file_position,
+         PyTypeObject *batch_type, PyObject *list, Py_ssize_t *next, int *status)
+{
+    Py_ssize_t p = pos;
     for (;;) {
         /* frame up to three complete v2 entries ahead and CRC them together */
         const uint8_t *ent[3];
         size_t crc_len[3];
         uint32_t computed[3];
         Py_ssize_t tot[3], q = p;
-        int n = 0, i, stop = 0;
+        int n = 0, i;
 
         while (n < 3 && end - q > WALK_HEADER_UP_TO_MAGIC) {
             int32_t sz = be32(buf + q + 8);
@@ -1374,18 +1422,18 @@ scan_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             /* why the walk cannot go on here, in the order walk_v2 checks it */
             const uint8_t *e = buf + p;
             int32_t size;
-            Py_ssize_t total;
             if (end - p <= WALK_HEADER_UP_TO_MAGIC)
-                status = WALK_NEED_MORE;
+                *status = WALK_NEED_MORE;
             else if ((size = be32(e + 8)) < WALK_MIN_SIZE)
-                status = WALK_BAD_SIZE;
-            else if ((total = (Py_ssize_t)size + WALK_LOG_OVERHEAD) > end - p)
-                status = WALK_NEED_MORE;
+                *status = WALK_BAD_SIZE;
+            else if ((Py_ssize_t)size + WALK_LOG_OVERHEAD > end - p)
+                *status = WALK_NEED_MORE;
             else if ((int8_t)e[16] < 2)
-                status = WALK_LEGACY;
+                *status = WALK_LEGACY;
             else
-                status = WALK_SHORT_V2;
-            break;
+                *status = WALK_SHORT_V2;
+            *next = p;
+            return 0;
         }
         if (n == 3) {
             const uint8_t *starts[3] = {ent[0] + 21, ent[1] + 21, ent[2] + 21};
@@ -1395,140 +1443,259 @@ scan_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             for (i = 0; i < n; i++)
                 computed[i] = crc32c_update(0, ent[i] + 21, crc_len[i]);
 
-        for (i = 0; i < n && !stop; i++) {
+        for (i = 0; i < n; i++) {
             const uint8_t *e = ent[i];
-            Py_ssize_t total = tot[i];
-            int32_t lod, count, bseq, ple;
-            int16_t pepoch;
-            uint16_t attrs;
-            int64_t first, lo, bts, mts, pid, position;
-            int8_t magic = (int8_t)e[16];
-            PyObject *batch;
-
-            position = file_position + (p - pos);
-            first = be64(e);
-            attrs = be16u(e + 21);
-            lod = be32(e + 23);
-            bts = be64(e + 27);
-            mts = be64(e + 35);
-            pid = be64(e + 43);
-            pepoch = (int16_t)be16u(e + 51);
-            bseq = be32(e + 53);
-            count = be32(e + 57);
-            ple = be32(e + 12);
-            if (magic != 2
+            int64_t position = file_position + (p - pos);
+            int64_t first = be64(e), lo;
+            uint16_t attrs = be16u(e + 21);
+            int32_t lod = be32(e + 23), count = be32(e + 57);
+            int64_t bts = be64(e + 27), mts = be64(e + 35);
+            if ((int8_t)e[16] != 2
                 || (attrs & 0x30) != 0
                 || (attrs & 0x07) > 4
                 || lod < 0
                 || count < 0 || (int64_t)count > (int64_t)lod + 1
                 || bts < -1 || mts < -1
                 || !((attrs & 0x48) != 0 || count == 0 || mts >= bts)
-                || pid < -1 || pepoch < -1 || bseq < -1
+                || be64(e + 43) < -1                       /* producerId */
+                || (int16_t)be16u(e + 51) < -1             /* producerEpoch */
+                || be32(e + 53) < -1                       /* baseSequence */
                 || __builtin_add_overflow(first, (int64_t)lod, &lo)
-                || (have_prev && first <= prev)
-                || (have_base && (first < base || lo - base > SCAN_INT32_MAX))
+                || (s->have_prev && first <= s->prev)
+                || (s->have_base && (first < s->base || lo - s->base > SCAN_INT32_MAX))
                 || computed[i] != be32u(e + 17)) {
-                /* not healthy: Python checks it (and everything after it, on the next call) */
-                batch = make_batch(batch_type, e, position, total);
+                /* not healthy: Python checks it (and what follows, on the next call) */
+                PyObject *batch = make_batch(batch_type, e, position, tot[i]);
                 if (batch == NULL || PyList_Append(list, batch) < 0) {
                     Py_XDECREF(batch);
-                    goto fail;
+                    return -1;
                 }
                 Py_DECREF(batch);
-                p += total;
-                stop = 1;
-                break;
+                *next = p + tot[i];
+                *status = WALK_NEED_MORE;
+                return 0;
             }
-            if (ple >= 0 && ple != last_epoch) {
-                PyObject *k = PyLong_FromLong(ple);
-                int has;
-                if (k == NULL)
-                    goto fail;
-                has = PyDict_Contains(epochs, k);
-                if (has == 0) {
-                    PyObject *v = PyLong_FromLongLong(first);
-                    has = v == NULL ? -1 : PyDict_SetItem(epochs, k, v);
-                    Py_XDECREF(v);
-                }
-                Py_DECREF(k);
-                if (has < 0)
-                    goto fail;
-                last_epoch = ple;
-            }
-            prev = lo;
-            have_prev = 1;
-            healthy++;
-            if (!have_first) {
-                first_off = first;
-                first_last = lo;
-                have_first = set_first = 1;
-            }
-            good++;
-            if (mts > max_ts)
-                max_ts = mts;
-            while (pcur < npos && wpos[pcur] < position)
-                pcur++;
-            if (pcur < npos && wpos[pcur] == position) {
-                if (scan_dict_set(at_position, position, PyLong_FromLongLong(lo)) < 0)
-                    goto fail;
-            }
-            if (noff) {
-                /* the cursor only moves forward; a wanted offset behind it (after an offset
-                 * anomaly checked in Python) is looked up instead */
-                if (wcur > 0 && woff[wcur - 1] >= lo && scan_contains(woff, noff, lo)) {
-                    if (scan_dict_set(by_last, lo, Py_BuildValue("(LL)", (long long)position, (long long)max_ts)) < 0)
-                        goto fail;
-                }
-                while (wcur < noff && woff[wcur] < first)
-                    wcur++;
-                while (wcur < noff && woff[wcur] <= lo) {
-                    int64_t w = woff[wcur];
-                    if (w == lo) {
-                        if (scan_dict_set(by_last, lo, Py_BuildValue("(LL)", (long long)position, (long long)max_ts)) < 0)
-                            goto fail;
-                    }
-                    else if (scan_dict_set(containing, w, Py_BuildValue("(LLL)", (long long)position, (long long)lo, (long long)max_ts)) < 0)
-                        goto fail;
-                    wcur++;
-                }
-            }
-            batches++;
-            p += total;
+            if (scan_healthy(s, position, first, lo, mts, be32(e + 12)) < 0)
+                return -1;
+            p += tot[i];
         }
-        if (stop)
-            break;
     }
-    if ((healthy && scan_set(st, SCAN_PREV_LAST, PyLong_FromLongLong(prev)) < 0) ||
-        (set_first && (scan_set(st, SCAN_FIRST, PyLong_FromLongLong(first_off)) < 0 ||
-                       scan_set(st, SCAN_FIRST_LAST, PyLong_FromLongLong(first_last)) < 0)) ||
-        scan_set(st, SCAN_GOOD, PyLong_FromLongLong(good)) < 0 ||
-        scan_set(st, SCAN_MAX_TS, PyLong_FromLongLong(max_ts)) < 0 ||
-        scan_set(st, SCAN_BATCHES, PyLong_FromLongLong(batches)) < 0 ||
-        scan_set(st, SCAN_POS_CURSOR, PyLong_FromSsize_t(pcur)) < 0 ||
-        scan_set(st, SCAN_OFF_CURSOR, PyLong_FromSsize_t(wcur)) < 0)
-        goto fail;
-    result = Py_BuildValue("(Nni)", list, p, status);
-    list = NULL;
-    goto done;
-fail:
-    Py_CLEAR(list);
-done:
-    if (wpos_view.obj != NULL)
-        PyBuffer_Release(&wpos_view);
-    if (woff_view.obj != NULL)
-        PyBuffer_Release(&woff_view);
-    PyBuffer_Release(&view);
+}
+
+/* file_position argument: a non-negative int64 with room for `span` more bytes. */
+static int
+scan_file_position(PyObject *obj, Py_ssize_t span, long long *out)
+{
+    int overflow;
+    PyObject *idx = PyNumber_Index(obj);
+    if (idx == NULL)
+        return -1;
+    *out = PyLong_AsLongLongAndOverflow(idx, &overflow);
+    Py_DECREF(idx);
+    if (*out == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow != 0 || *out < 0 || *out > LLONG_MAX - span) {
+        PyErr_SetString(PyExc_OverflowError, "file position out of range");
+        return -1;
+    }
+    return 0;
+}
+
+PyDoc_STRVAR(scan_v2_doc,
+"scan_v2(buf, pos, end, file_position, batch_type, state)\n--\n\n"
+"Check the complete v2 batches of ``buf[pos:end]`` the way kafkatool.verify's\n"
+"shallow scan does, without a Python object per healthy batch.\n\n"
+"A batch is healthy when it is a non-transactional, non-control v2 data batch\n"
+"whose CRC-32C matches and whose header fields pass every shallow check\n"
+"(kafkatool.verify._Scanner's predicate); for it only ``state`` (a list, slots\n"
+"named in kafkatool.verify) is updated. The walk stops after the first batch\n"
+"that is not healthy and returns it for Python to check. Returns\n"
+"``(batches, next_pos, status)`` as walk_v2 does, ``batches`` holding at most\n"
+"that one batch.");
+
+static PyObject *
+scan_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, next = 0;
+    long long file_position;
+    struct scan_state s;
+    PyObject *list = NULL, *result = NULL;
+    int status = WALK_NEED_MORE;
+
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "scan_v2() takes exactly 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (!PyType_Check(args[4]) || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "scan_v2(): batch_type must be a subtype of tuple");
+        return NULL;
+    }
+    if (as_index(args[1], &pos) < 0 || as_index(args[2], &end) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (pos < 0 || pos > end || end > view.len) {
+        PyErr_Format(PyExc_ValueError,
+            "scan_v2: need 0 <= pos (%zd) <= end (%zd) <= len(buf) (%zd)", pos, end, view.len);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (scan_file_position(args[3], end - pos, &file_position) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (scan_begin(args[5], &s) == 0 && (list = PyList_New(0)) != NULL &&
+        scan_run(&s, (const uint8_t *)view.buf, pos, end, file_position, (PyTypeObject *)args[4], list, &next, &status) == 0 &&
+        scan_end(args[5], &s) == 0) {
+        result = Py_BuildValue("(Oni)", list, next, status);
+    }
     Py_XDECREF(list);
+    scan_release(&s);
+    PyBuffer_Release(&view);
     return result;
 }
 
-/* ------------------------------------------------------------------ module */
+#define SCAN_PAUSED 9          /* scan_fd: the byte budget of this call is spent */
+#define SCAN_FILL (128 << 10)  /* one pread: small enough that the CRC reads it from L2 */
+
+PyDoc_STRVAR(scan_fd_doc,
+"scan_fd(fd, pos, end, batch_type, state, buffer, buf_pos, buf_len, budget)\n--\n\n"
+"scan_v2 over the file ``fd`` from byte ``pos`` to ``end``, read with pread into\n"
+"``buffer`` (a writable bytes-like object, reused across calls) without returning\n"
+"to Python between reads. The buffer is filled 128 KiB at a time and scanned after\n"
+"each read, so the CRC reads bytes the kernel has just copied (still in L2): one\n"
+"large read would copy them out of the cache first.\n\n"
+"``buf_pos``/``buf_len`` say what the buffer holds (file bytes\n"
+"``[buf_pos, buf_pos + buf_len)`` at its start; pass 0, 0 the first time, then\n"
+"what the previous call returned: bytes still needed are not read again).\n"
+"The call returns after about ``budget`` bytes (at a batch boundary; 0: no limit).\n\n"
+"Returns ``(batch, data, next_pos, status, buf_pos, buf_len)``: ``batch`` is the\n"
+"first batch that is not healthy (``data`` a copy of its bytes, ``next_pos`` the\n"
+"position after it), or None when the scan stopped for another reason: ``status``\n"
+"9 when the budget is spent, else as in walk_v2, with ``next_pos`` where an entry\n"
+"that is not a complete v2 batch within ``buffer`` starts (a legacy entry, a bad\n"
+"size, the tail, an entry larger than the buffer, or ``end``); the caller walks on\n"
+"from there. A file shorter than ``end`` reads as if it ended there.");
+
+static PyObject *
+scan_fd(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t end_arg, have, cap, p, budget_arg;
+    long long pos, end, bpos, bpos_arg, have_arg, stop_at;
+    int fd, status = WALK_NEED_MORE, eof = 0;
+    struct scan_state s;
+    PyObject *list = NULL, *result = NULL;
+    uint8_t *buf;
+
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "scan_fd() takes exactly 9 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    fd = PyObject_AsFileDescriptor(args[0]);
+    if (fd < 0)
+        return NULL;
+    if (!PyType_Check(args[3]) || !PyType_IsSubtype((PyTypeObject *)args[3], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "scan_fd(): batch_type must be a subtype of tuple");
+        return NULL;
+    }
+    if (as_index(args[2], &end_arg) < 0 || scan_file_position(args[1], 0, &pos) < 0 ||
+        scan_file_position(args[6], 0, &bpos_arg) < 0 || scan_file_position(args[7], 0, &have_arg) < 0 ||
+        as_index(args[8], &budget_arg) < 0)
+        return NULL;
+    end = end_arg;
+    if (end < pos || budget_arg < 0) {
+        PyErr_SetString(PyExc_ValueError, "scan_fd(): need pos <= end and budget >= 0");
+        return NULL;
+    }
+    stop_at = budget_arg == 0 || budget_arg > LLONG_MAX - pos ? LLONG_MAX : pos + budget_arg;
+    if (PyObject_GetBuffer(args[5], &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    buf = (uint8_t *)view.buf;
+    cap = view.len;
+    /* what the buffer holds, if it still covers pos */
+    if (have_arg <= cap && bpos_arg <= pos && pos <= bpos_arg + have_arg) {
+        bpos = bpos_arg;
+        have = (Py_ssize_t)have_arg;
+        p = (Py_ssize_t)(pos - bpos);
+    }
+    else {
+        bpos = pos;
+        have = 0;
+        p = 0;
+    }
+    if (have > end - bpos)  /* never scan past end */
+        have = (Py_ssize_t)(end - bpos);
+    if (scan_begin(args[4], &s) < 0 || (list = PyList_New(0)) == NULL)
+        goto done;
+    for (;;) {
+        Py_ssize_t want;
+        ssize_t got;
+        if (scan_run(&s, buf, p, have, bpos + p, (PyTypeObject *)args[3], list, &p, &status) < 0)
+            goto done;
+        if (PyList_GET_SIZE(list) > 0) {
+            PyObject *batch = PyList_GET_ITEM(list, 0);
+            Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(batch, 1));
+            PyObject *data = size < 0 ? NULL : PyBytes_FromStringAndSize((const char *)buf + p - size, size);
+            if (data == NULL)
+                goto done;
+            result = Py_BuildValue("(OOLiLn)", batch, data, bpos + p, status, bpos, have);
+            Py_DECREF(data);
+            goto store;
+        }
+        if (status != WALK_NEED_MORE || eof || bpos + have >= end) {
+            result = Py_BuildValue("(OOLiLn)", Py_None, Py_None, bpos + p, status, bpos, have);
+            goto store;
+        }
+        if (bpos + p >= stop_at) {
+            result = Py_BuildValue("(OOLiLn)", Py_None, Py_None, bpos + p, SCAN_PAUSED, bpos, have);
+            goto store;
+        }
+        if (cap - have < SCAN_FILL && p > 0) {
+            /* keep the unscanned bytes (part of one entry), read on behind them */
+            memmove(buf, buf + p, (size_t)(have - p));
+            have -= p;
+            bpos += p;
+            p = 0;
+        }
+        if (have == cap) {  /* an entry larger than the buffer */
+            result = Py_BuildValue("(OOLiLn)", Py_None, Py_None, bpos + p, status, bpos, have);
+            goto store;
+        }
+        want = cap - have < SCAN_FILL ? cap - have : SCAN_FILL;
+        if (want > end - (bpos + have))
+            want = (Py_ssize_t)(end - (bpos + have));
+        got = pread(fd, buf + have, (size_t)want, (off_t)(bpos + have));
+        if (got < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    goto done;
+                continue;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);
+            goto done;
+        }
+        if (got == 0)
+            eof = 1; /* the file is shorter than `end` (it shrank): stop at its end */
+        have += got;
+    }
+store:
+    if (result != NULL && scan_end(args[4], &s) < 0)
+        Py_CLEAR(result);
+done:
+    Py_XDECREF(list);
+    scan_release(&s);
+    PyBuffer_Release(&view);
+    return result;
+}
 
 static PyMethodDef speedups_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records,
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
     {"walk_v2", (PyCFunction)(void (*)(void))walk_v2, METH_FASTCALL, walk_v2_doc},
     {"scan_v2", (PyCFunction)(void (*)(void))scan_v2, METH_FASTCALL, scan_v2_doc},
+    {"scan_fd", (PyCFunction)(void (*)(void))scan_fd, METH_FASTCALL, scan_fd_doc},
     {"crc32c", (PyCFunction)(void (*)(void))py_crc32c, METH_FASTCALL | METH_KEYWORDS, crc32c_doc},
     {"_crc32c_portable", (PyCFunction)(void (*)(void))py_crc32c_portable,
      METH_FASTCALL | METH_KEYWORDS, crc32c_portable_doc},

@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import os
 import re
-from pathlib import Path
 from typing import NamedTuple
 
 from kafkatool.errors import FileNameError
@@ -319,14 +318,14 @@ def parse_partition_dir(name: str | os.PathLike[str]) -> PartitionDir | None:
     return PartitionDir(topic, partition, state, unique_id)
 
 
-def sibling(path: str | os.PathLike[str], suffix: str) -> Path:
+def sibling(path: str | os.PathLike[str], suffix: str) -> str:
     """The file with the same prefix (name up to its first ``.``) and ``suffix``, in the same directory.
 
     This is how DumpLogSegments finds a ``.index``'s ``.log`` (§15.5):
     ``sibling("/d/t-0/00000000000000000000.index", ".log")`` is ``/d/t-0/00000000000000000000.log``.
     """
-    p = Path(os.fspath(path))
-    prefix = p.name.split(".", 1)[0]
+    directory, name = os.path.split(os.fspath(path))
+    prefix = name.split(".", 1)[0]
     if suffix and not suffix.startswith("."):
         suffix = "." + suffix
-    return p.with_name(prefix + suffix)
+    return os.path.join(directory, prefix + suffix)
