@@ -15,13 +15,22 @@ own offsets (the gap is reported). Later segments then stay.
 
 Nothing is deleted. :func:`apply_truncate` first writes every removed byte range of a
 ``.log`` to ``<backup>/<partition>/<file>.<start>-<end>.bytes`` and every rewritten small file
-whole, with ``MANIFEST.json`` and a ``RESTORE.txt`` that splices the ranges back; removed
-files are moved into the backup. Crash safety is :mod:`kafkatool.repair`'s discipline: new
-files are written beside the old ones as ``*.kafkatool-tmp`` and fsynced, then a journal
-``kafkatool-truncate.kafkatool-journal`` is committed in the partition dir, then the renames
-and moves run, then the journal is removed. A crash before the commit leaves the old state
-(plus temp files the next run deletes); after it, the next run completes the journal (roll
-forward: rename the temps that remain, move the files that remain).
+whole, with ``MANIFEST.json`` and a ``RESTORE.txt`` that splices the ranges back; files the
+new state drops (later segments, snapshots above the new end) are put into the backup, a
+``.log`` as a hard link when the backup is on the same file system, anything else as a copy.
+
+Crash safety is :mod:`kafkatool.repair`'s whole-dir exchange: the new partition dir is built
+beside the old one as a staging dir named like a partition being deleted (small files
+written fresh, the cut ``.log`` written from its kept ranges, unchanged ``.log`` files
+hard-linked last), the backup above is completed, and one ``renameat2(RENAME_EXCHANGE)``
+switches the two dirs; the old state is then removed. A crash at any point leaves the
+partition dir complete-old or complete-new; the next run (a dry run reports it) removes a
+leftover staging dir. Where the exchange cannot be used (the report's ``method`` says why),
+the journaled fallback runs: new files beside the old ones as ``*.kafkatool-tmp``, fsynced,
+then a journal ``kafkatool-truncate.kafkatool-journal`` committed in the partition dir, then
+the renames and moves, then the journal is removed. A crash before the commit leaves the old
+state (plus temp files the next run deletes); after it, the next run completes the journal
+(roll forward: rename the temps that remain, move the files that remain).
 """
 
 from __future__ import annotations

@@ -114,10 +114,14 @@ def reindex(paths, execute, index_interval_bytes, backup_dir, force, allow_trans
     is never changed.
 
     Without --execute this is a dry run: it prints what would be created or rewritten and changes
-    nothing. With --execute every replaced file is first copied to a backup directory, new files are
-    written beside the old ones, fsynced and renamed into place, and what was written is
-    re-verified. Exit status: 0 nothing to change or changes applied, 1 a dry run found changes,
-    2 bad usage, an I/O error, or a refusal (a live broker holds the log dir, a transitional dir).
+    nothing. With --execute every replaced file is first copied to a backup directory; the new
+    partition directory is built beside the old one (a staging directory named like a partition
+    being deleted: new files fsynced, unchanged .log files hard-linked) and the two are switched
+    with one atomic exchange, so a crash leaves the old state or the new one, never a mix (where
+    the exchange is impossible, files are renamed into place under a journal the next run
+    completes); what was written is re-verified. Exit status: 0 nothing to change or changes
+    applied, 1 a dry run found changes, 2 bad usage, an I/O error, or a refusal (a live broker
+    holds the log dir, a transitional dir).
     """
     from kafkatool.repair import (
         apply_all,

@@ -117,10 +117,13 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
 
     Without --execute this is a dry run: it prints the byte ranges, batches and offsets that
     would be removed and changes nothing. With --execute every removed byte range is first written
-    to a backup directory with its original position, new files are written beside the old ones,
-    fsynced and renamed into place under a journal, and the result is re-verified. Exit status: 0
-    nothing to change or changes applied, 1 a dry run found changes, 2 bad usage, an I/O error, or
-    a refusal (a live broker holds the log dir, a transitional dir).
+    to a backup directory with its original position; the new partition directory is built beside
+    the old one (a staging directory named like a partition being deleted) and the two are switched
+    with one atomic exchange, so a crash leaves the old state or the new one, never a mix (where
+    the exchange is impossible, files are renamed into place under a journal the next run
+    completes); the result is re-verified. Exit status: 0 nothing to change or changes applied,
+    1 a dry run found changes, 2 bad usage, an I/O error, or a refusal (a live broker holds the
+    log dir, a transitional dir).
     """
     from kafkatool.repair import check_partition_dir, default_backup_dir, find_segments
     from kafkatool.truncate import apply_truncate_all, plan_truncate_paths
