@@ -1189,15 +1189,16 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
     temps = [p for plan in plans for p in plan.leftovers if not p.endswith(JOURNAL_SUFFIX)]
     journals = [p for plan in plans for p in plan.leftovers if p.endswith(JOURNAL_SUFFIX)]
     method = None
+
+    def save_originals() -> None:
+        for path, data in todo:
+            backup.save(path, data, reason)
+            _fault_point("after backup")
+
     if todo:
         why = exchange_unavailable(directory)
         if why is None:
             try:
-                def save_originals() -> None:
-                    for path, data in todo:
-                        backup.save(path, data, reason)
-                        _fault_point("after backup")
-
                 exchange_partition(
                     directory,
                     write={os.path.basename(p): d for p, d in todo},
@@ -1207,7 +1208,7 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
                     before_switch=save_originals,
                 )
                 method = "exchange"
-                removed += [p for p in temps + journals]
+                removed += temps + journals  # absent from the new partition dir
             except ExchangeUnavailable as e:
                 why = e.message
         if why is not None:
