@@ -1106,7 +1106,7 @@ _REINDEX_PLAN = _join(
         ("unchanged", "The file on disk is byte for byte what recovery would build."),
         ("rewrite", "`bytes [0, <old size>) replaced by <new size> bytes, <old> -> <new> entries`: the whole file is replaced."),
         ("create", "The file is missing and will be written."),
-        ("remove", "A `.kafkatool-tmp` or `.kafkatool-journal` file left by an interrupted run; it is deleted."),
+        ("remove", "A `.kafkatool-tmp` or `.kafkatool-journal` file, or a staging directory `<topic>-<partition>.6b66746c<24 hex>-delete` beside the partition directory, left by an interrupted run; it is deleted."),
         ("leave", "The `.txnindex` is not rebuilt, because the transactions open at the segment's base cannot be known: there is no `<base>.snapshot` and an earlier segment cannot be replayed (§9 of the spec: a segment's transaction index cannot be rebuilt from that segment alone). Otherwise the `.txnindex` is rebuilt from the ABORT markers like the other files, with the lastStableOffset recovery computes."),
         ("bad tail", "The walk stopped before the end of the `.log` (a CRC mismatch, a size below 14, an offset the index cannot take, a partial batch). The indexes cover only the valid bytes before it, as the broker's recovery would build them; the `.log` is never changed. `kafkatool truncate` removes such a tail."),
     ]),
@@ -1114,8 +1114,8 @@ _REINDEX_PLAN = _join(
         "After `--execute` each block ends with a `done` line. `--format jsonl` prints one `reindex_segment` "
         "object per segment (every segment, changed or not: `segment`, `base_offset`, `batches`, `first_offset`, "
         "`last_offset`, `log_size`, `valid_bytes`, `bad_tail`, `files` with `action`, sizes, entry counts and "
-        "sha256 of old and new bytes, `txnindex_not_rebuilt` (why, or null), `leftovers`, `needs_changes`, and after `--execute` `written`, "
-        "`removed`, `backup_dir`, `verified`) and a final `reindex_summary` object. A summary goes to standard "
+        "sha256 of old and new bytes, `txnindex_not_rebuilt` (why, or null), `leftovers`, `staging_leftovers`, `needs_changes`, and after `--execute` `written`, "
+        "`removed`, `backup_dir`, `method` (`exchange`, or `journal (<why>)`), `verified`) and a final `reindex_summary` object. A summary goes to standard "
         "error unless `--quiet`, and a progress bar while standard error is a terminal."
     ),
     para(
@@ -1148,13 +1148,27 @@ _REINDEX_SAFETY = _join(
         "and the size and sha256 of what replaced it, or that the file was created) and a `RESTORE.txt`."
     ),
     para(
-        "*Atomic replacement.* New files are written beside the old ones as `<name>.kafkatool-tmp` and fsynced; "
-        "a journal `<segment>.kafkatool-journal` is written (the commit point); each file is renamed into place "
-        "and the directory fsynced; the journal is removed. A crash leaves every file under its real name "
-        "complete, either old or new. Between the two renames of one segment a crash can leave a new `.index` "
-        "beside an old `.timeindex` (POSIX has no rename of two files at once); the journal then marks the "
-        "repair as unfinished, and the next run completes it. The broker's loader ignores the "
-        "`.kafkatool-tmp` and `.kafkatool-journal` names; the next run deletes them."
+        "*Atomic replacement.* The whole partition directory is switched at once. Its new state is built "
+        "beside it, in the same log dir, as `<topic>-<partition>.6b66746c<24 hex>-delete`: the name Kafka gives "
+        "a partition being deleted, so a broker that finds it loads it, does not take it for a duplicate of the "
+        "partition, and deletes it (any other directory name fails the whole log dir). Every file but the "
+        "`.log` files is written fresh and fsynced (an index is never a hard link: the broker opens a loaded "
+        "segment's indexes writable and resizes them); then every unchanged `.log` is hard-linked, not copied. "
+        "Once the backup is complete, one `renameat2(RENAME_EXCHANGE)` swaps the two directories and the log "
+        "dir is fsynced; the staging directory, now holding the old state, is removed. A crash at any point "
+        "leaves the partition directory complete-old or complete-new, never a mix; the next run (a dry run "
+        "reports it) removes a leftover staging directory. Run it again before starting the broker: after an "
+        "unclean shutdown a broker may recover the segments of a leftover before deleting it, and their "
+        "`.log` files can be hard links of the partition's own."
+    ),
+    para(
+        "*Fallback.* Where the exchange is impossible (not Linux, no `renameat2`, a file system that refuses "
+        "`RENAME_EXCHANGE`, a hard link refused, a subdirectory in the partition directory, or "
+        "`KAFKATOOL_NO_EXCHANGE` set), new files are written beside the old ones as `<name>.kafkatool-tmp` and "
+        "fsynced; a journal `<segment>.kafkatool-journal` is written (the commit point); each file is renamed "
+        "into place and the directory fsynced; the journal is removed. Between the two renames of one segment a "
+        "crash can leave a new `.index` beside an old `.timeindex`; the journal then marks the repair as "
+        "unfinished, and the next run completes it. The report's `method` says which way was used."
     ),
     para(
         "*Re-verification.* After writing, every file is read back and compared with the plan, and the segment "
@@ -1189,7 +1203,7 @@ _TRUNCATE_PLAN = _join(
     ),
     tagged([
         ("cut", "`<segment>: <old> -> <new> bytes, <n> batches (offsets <first>-<last> kept), new next offset <o>`."),
-        ("remove", "`<segment> bytes [<start>, <end>) (<n> bytes): <reason>`: a byte range that leaves the `.log` for the backup, with the first problem found in it; or a `.kafkatool-tmp` file of an interrupted run."),
+        ("remove", "`<segment> bytes [<start>, <end>) (<n> bytes): <reason>`: a byte range that leaves the `.log` for the backup, with the first problem found in it; or a `.kafkatool-tmp` file or a staging directory of an interrupted run."),
         ("discard", "How many intact batches (found by resynchronising past the bad bytes) lie in the removed tail, and their offsets: the data the broker's recovery would drop; `--keep-valid-after` keeps them."),
         ("gap", "With `--keep-valid-after`: the offsets missing between the kept batches around a removed region."),
         ("rewrite", "A file replaced whole: the cut segment's `.index` and `.timeindex` (rebuilt as `kafkatool reindex` does), a `.txnindex` without the aborted transactions whose lastOffset is at or above the new log end, the `leader-epoch-checkpoint` without the entries starting at or above it."),
@@ -1202,7 +1216,7 @@ _TRUNCATE_PLAN = _join(
         "object per partition (`partition_dir`, `keep_valid_after`, `segments` with `removed` and `kept` byte "
         "ranges, `batches_kept`, `first_offset`, `last_offset`, `next_offset`, `batches_discarded`, "
         "`discarded_offsets`, `offset_gaps`; `rewrites`, `moves`, `new_log_end`, `notes`, `leftovers`, "
-        "`needs_changes`, and after `--execute` `written`, `moved`, `backup_dir`, `verified`) and a final "
+        "`staging_leftovers`, `needs_changes`, and after `--execute` `written`, `moved`, `backup_dir`, `method`, `verified`) and a final "
         "`truncate_summary` object."
     ),
     para(
@@ -1223,13 +1237,19 @@ _TRUNCATE_SAFETY = _join(
         "*Nothing is lost.* Before anything changes, every removed byte range of a `.log` is written and fsynced "
         "to `<backup>/<partition dir>/<segment>.log.<start>-<end>.bytes`, every rewritten file is copied whole, "
         "and `MANIFEST.json` lists each range (original file, start, end, sha256) and file. Files removed from "
-        "the partition are moved into the backup, not deleted."
+        "the partition are put into the backup before the switch, not deleted (a `.log` as a hard link when the "
+        "backup is on the same file system, anything else as a copy)."
     ),
     para(
-        "*Crash safety.* New files are written beside the old ones as `<name>.kafkatool-tmp` and fsynced; the "
-        "journal `kafkatool-truncate.kafkatool-journal` is then written in the partition directory (the commit "
-        "point); the renames and moves follow; the journal is removed. A crash before the commit leaves the "
-        "old files (the next run deletes the temporary files); after it, the next run completes the journal. "
+        "*Crash safety.* As for `kafkatool reindex`: the new partition directory is built beside the old one as "
+        "a staging directory named like a partition being deleted (the cut `.log` written from its kept byte "
+        "ranges, the other small files fresh, unchanged `.log` files hard-linked last) and switched with one "
+        "`renameat2(RENAME_EXCHANGE)`: a crash leaves the old state or the new one, never a mix, and the next "
+        "run removes a leftover staging directory. Where the exchange is impossible, new files are written "
+        "beside the old ones as `<name>.kafkatool-tmp` and fsynced; the journal "
+        "`kafkatool-truncate.kafkatool-journal` is then written in the partition directory (the commit point); "
+        "the renames and moves follow; the journal is removed. A crash before the commit leaves the old files "
+        "(the next run deletes the temporary files); after it, the next run completes the journal. "
         "After writing, the result is walked again and planned again: a second run is a no-op."
     ),
 )
@@ -1353,6 +1373,12 @@ _RB_BEFORE = _join(
         "directory, by default `kafkatool-backup-<log dir name>-<UTC time>` beside the log dir (never inside it: "
         "the broker takes every directory in a log dir for a partition). Make sure that file system has room, or "
         "give `--backup-dir` a path outside the log dir. See *RESTORING FROM THE BACKUP*.",
+        "*An interrupted repair.* If `reindex --execute` or `truncate --execute` was killed or the machine went "
+        "down, run the same command again before starting the broker. The partition directory is complete, "
+        "either as it was or as repaired; the dry run names the staging directory the interrupted run left beside "
+        "it (`<topic>-<partition>.6b66746c<24 hex>-delete`, named like a partition being deleted), and "
+        "`--execute` removes it. A broker would delete it as well, but after an unclean shutdown it may first "
+        "recover the segments in it, whose `.log` files can be hard links of the partition's own.",
         "*Index spacing.* `reindex` and `truncate` build indexes with `--index-interval-bytes` (default 4096, "
         "Kafka's default); pass the topic's `index.interval.bytes` if it overrides it.",
         "*Replicas.* On a replicated topic, what a repaired follower loses is fetched back from the leader when it "
