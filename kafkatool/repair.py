@@ -414,8 +414,10 @@ _AT_FDCWD = -100
 _SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276, "i686": 353, "i386": 353, "armv7l": 382,
                   "ppc64le": 357, "ppc64": 357, "s390x": 347}
 _NO_LINK = (errno.EPERM, errno.EXDEV, errno.EMLINK, errno.EOPNOTSUPP, errno.ENOTSUP)
-_LOG_LIKE = (".log", ".log.deleted", ".log.cleaned", ".log.swap")
-"""Segment data: hard-linked into a staging dir, never copied (a broker never rewrites it in place)."""
+_LOG_LIKE = (".log", ".log.deleted", ".log.cleaned", ".log.swap", ".checkpoint")
+"""Segment data and KRaft snapshots (``__cluster_metadata-0``'s ``.checkpoint`` files, written
+once, up to hundreds of MiB): hard-linked into a staging dir, never copied (a broker never
+rewrites them in place, other than recovery cutting an invalid ``.log`` tail)."""
 _COPY_CHUNK = 8 << 20
 
 
