@@ -295,8 +295,13 @@ def select_variants(spec: str | None) -> list[Variant]:
     return [v for v in VARIANTS.values() if v.name in names]
 
 
-def ensure_segments(root: str, variants: list[Variant], quick: bool, seed: int = DEFAULT_SEED, log=print) -> list[Segment]:
-    return [ensure_segment(root, v, QUICK_MIB if quick else v.full_mib, seed, log) for v in variants]
+def ensure_segments(
+    root: str, variants: list[Variant], quick: bool, seed: int = DEFAULT_SEED, log=print, full_mib: dict[str, int] | None = None
+) -> list[Segment]:
+    """The segments of ``variants``: ``QUICK_MIB`` each with ``quick``, else each variant's full
+    size, or the size ``full_mib`` gives for its name (a benchmark that wants another size)."""
+    sizes = full_mib or {}
+    return [ensure_segment(root, v, QUICK_MIB if quick else sizes.get(v.name, v.full_mib), seed, log) for v in variants]
 
 
 def main(argv: list[str] | None = None) -> int:
