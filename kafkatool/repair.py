@@ -56,6 +56,7 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.segment import files as names
 from kafkatool.segment.index import (
     DEFAULT_INDEX_INTERVAL_BYTES,
+    IX_BATCHES,
     OFFSET_ENTRY_SIZE,
     TIME_ENTRY_SIZE,
     IndexAppendError,
@@ -66,6 +67,11 @@ from kafkatool.record.records import decode_batch_records
 from kafkatool.segment.snapshot import read_producer_snapshot
 from kafkatool.segment.txnindex import TXN_ENTRY_SIZE, AbortedTxn, encode_txn_index
 from kafkatool.segment.walk import SegmentWalker, WalkStop
+
+try:  # the compiled indexing loop, when the optional extension was built with it
+    from kafkatool.record._speedups import index_v2 as _index_v2  # type: ignore
+except ImportError:  # pragma: no cover - depends on the build
+    _index_v2 = None
 
 __all__ = [
     "RepairError",
@@ -942,9 +948,17 @@ def plan_reindex(
     reason: str | None = None
     ongoing, txn_unavailable = _producer_state_at(log_path, base)
     aborted: list[AbortedTxn] = []
-    with SegmentWalker(log_path) as walker:
+    # The compiled loop indexes every batch that needs nothing more (CRC valid, accepted by
+    # the index rules, not transactional while transactions are tracked) and hands each other
+    # batch to the Python loop below, with the state synced around it.
+    st = builder.scan_state(take_transactional=ongoing is None) if _index_v2 is not None else None
+    window_scan = None if st is None else (lambda buf, rel, lim, file_pos, batch_type: _index_v2(buf, rel, lim, file_pos, batch_type, st))
+    with SegmentWalker(log_path, window_scan=window_scan) as walker:
         add_batch = builder.add_batch
         for batch, data in walker:
+            if st is not None:  # what the compiled loop did up to this batch
+                builder.load_scan_state(st)
+                batches, first, last = st[IX_BATCHES:]
             # one unpack instead of property calls: this runs once per batch of the segment
             # (a legacy entry's lastOffsetDelta is 0, so offset + delta is its last offset too)
             (position, size, offset, _magic, crc, _attrs, lod, _bts, mts, _pid, _pepoch, _bseq, _count, _ple, computed) = batch
@@ -962,6 +976,13 @@ def plan_reindex(
             last = offset + lod
             if _attrs & 0x10 and ongoing is not None:
                 _track_transactions(batch, data, ongoing, aborted)
+            if st is not None:
+                builder.store_scan_state(st)
+                st[IX_BATCHES:] = batches, first, last
+        else:  # the walk ended (not at a bad batch): the compiled loop may have gone on after the last batch here
+            if st is not None:
+                builder.load_scan_state(st)
+                batches, first, last = st[IX_BATCHES:]
         log_size = walker.file_size
         stop = _describe_stop(walker, reason, builder.valid_bytes)
     new_index, new_time = builder.finish()

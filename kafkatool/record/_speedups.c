@@ -1690,12 +1690,285 @@ done:
     return result;
 }
 
+/* ==================================================================== index_v2 */
+
+/* Slots of the state list index_v2 reads and updates (kafkatool.segment.index names them). */
+enum {
+    IX_BASE,              /* int: the segment's base offset */
+    IX_INTERVAL,          /* int: index.interval.bytes */
+    IX_VALID,             /* int: validBytes, where the next batch must start */
+    IX_LAST_ENTRY,        /* int: validBytes when the last offset entry was appended */
+    IX_MAX_TS,            /* int: maxTimestampSoFar */
+    IX_OFF_MAX_TS,        /* int: offsetOfMaxTimestampSoFar */
+    IX_OFF_ENTRIES,       /* int: offset index entries */
+    IX_MAX_OFF_ENTRIES,   /* int */
+    IX_LAST_OFFSET,       /* int: the offset index's last offset */
+    IX_TIME_ENTRIES,      /* int: time index entries */
+    IX_MAX_TIME_ENTRIES,  /* int */
+    IX_LAST_TIME_TS,      /* int: the time index's last entry */
+    IX_LAST_TIME_OFF,     /* int */
+    IX_OFFSET_BUF,        /* bytearray: the offset index so far */
+    IX_TIME_BUF,          /* bytearray: the time index so far */
+    IX_TAKE_TXN,          /* bool: transactional batches are indexed here too (no producer state kept) */
+    IX_BATCHES,           /* int: batches indexed */
+    IX_FIRST,             /* int | None: the first batch's base offset */
+    IX_LAST,              /* int | None: the last batch's last offset */
+    IX_NSLOTS
+};
+
+static int
+ix_get(PyObject *st, int slot, int64_t *out)
+{
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(st, slot), &overflow);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (overflow) {
+        PyErr_Format(PyExc_OverflowError, "index state slot %d out of range", slot);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int
+ix_append(PyObject *ba, const uint8_t *entry, Py_ssize_t n)
+{
+    Py_ssize_t len = PyByteArray_GET_SIZE(ba);
+    if (PyByteArray_Resize(ba, len + n) < 0)
+        return -1;
+    memcpy(PyByteArray_AS_STRING(ba) + len, entry, (size_t)n);
+    return 0;
+}
+
+static inline void
+put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+
+PyDoc_STRVAR(index_v2_doc,
+"index_v2(buf, pos, end, file_position, batch_type, state)\n--\n\n"
+"LogSegment.recover's indexing loop (spec 8.3, 12.2) over the complete v2 batches\n"
+"of ``buf[pos:end]``, without a Python object per batch.\n\n"
+"Each batch whose CRC-32C matches, that is not transactional (unless the state\n"
+"says to take those too), and that kafkatool.segment.index.IndexBuilder.add_batch\n"
+"would accept without an error is indexed here: ``state`` (a list, slots named in\n"
+"kafkatool.segment.index) is updated and the entries appended to its bytearrays.\n"
+"The walk stops after the first other batch and returns it, with the state as it\n"
+"was before that batch, for Python to handle. Returns ``(batches, next_pos,\n"
+"status)`` as walk_v2 does, ``batches`` holding at most that one batch.");
+
+static PyObject *
+index_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, p;
+    long long file_position;
+    PyObject *st, *obuf, *tbuf, *list = NULL, *result = NULL;
+    int64_t base, interval, valid, last_entry, max_ts, off_max_ts, off_entries, max_off_entries, last_offset;
+    int64_t time_entries, max_time_entries, last_time_ts, last_time_off, batches, first = 0, last = 0;
+    int take_txn, have_first, have_last, status = WALK_NEED_MORE;
+    const uint8_t *buf;
+
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "index_v2() takes exactly 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (!PyType_Check(args[4]) || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "index_v2(): batch_type must be a subtype of tuple");
+        return NULL;
+    }
+    st = args[5];
+    if (!PyList_CheckExact(st) || PyList_GET_SIZE(st) != IX_NSLOTS) {
+        PyErr_Format(PyExc_TypeError, "index_v2(): state must be a list of %d items", IX_NSLOTS);
+        return NULL;
+    }
+    obuf = PyList_GET_ITEM(st, IX_OFFSET_BUF);
+    tbuf = PyList_GET_ITEM(st, IX_TIME_BUF);
+    if (!PyByteArray_CheckExact(obuf) || !PyByteArray_CheckExact(tbuf)) {
+        PyErr_SetString(PyExc_TypeError, "index_v2(): the index slots must hold bytearrays");
+        return NULL;
+    }
+    if (ix_get(st, IX_BASE, &base) < 0 || ix_get(st, IX_INTERVAL, &interval) < 0 ||
+        ix_get(st, IX_VALID, &valid) < 0 || ix_get(st, IX_LAST_ENTRY, &last_entry) < 0 ||
+        ix_get(st, IX_MAX_TS, &max_ts) < 0 || ix_get(st, IX_OFF_MAX_TS, &off_max_ts) < 0 ||
+        ix_get(st, IX_OFF_ENTRIES, &off_entries) < 0 || ix_get(st, IX_MAX_OFF_ENTRIES, &max_off_entries) < 0 ||
+        ix_get(st, IX_LAST_OFFSET, &last_offset) < 0 || ix_get(st, IX_TIME_ENTRIES, &time_entries) < 0 ||
+        ix_get(st, IX_MAX_TIME_ENTRIES, &max_time_entries) < 0 || ix_get(st, IX_LAST_TIME_TS, &last_time_ts) < 0 ||
+        ix_get(st, IX_LAST_TIME_OFF, &last_time_off) < 0 || ix_get(st, IX_BATCHES, &batches) < 0)
+        return NULL;
+    if ((take_txn = PyObject_IsTrue(PyList_GET_ITEM(st, IX_TAKE_TXN))) < 0)
+        return NULL;
+    if (scan_get_opt(st, IX_FIRST, &first, &have_first) < 0 || scan_get_opt(st, IX_LAST, &last, &have_last) < 0)
+        return NULL;
+    if (as_index(args[1], &pos) < 0 || as_index(args[2], &end) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (pos < 0 || pos > end || end > view.len) {
+        PyErr_Format(PyExc_ValueError,
+            "index_v2: need 0 <= pos (%zd) <= end (%zd) <= len(buf) (%zd)", pos, end, view.len);
+        goto done;
+    }
+    if (scan_file_position(args[3], end - pos, &file_position) < 0)
+        goto done;
+    if ((list = PyList_New(0)) == NULL)
+        goto done;
+    buf = (const uint8_t *)view.buf;
+    p = pos;
+    for (;;) {
+        /* frame up to three complete v2 entries ahead and CRC them together */
+        const uint8_t *ent[3];
+        size_t crc_len[3];
+        uint32_t computed[3];
+        Py_ssize_t tot[3], q = p;
+        int n = 0, i, stop = 0;
+
+        while (n < 3 && end - q > WALK_HEADER_UP_TO_MAGIC) {
+            int32_t sz = be32(buf + q + 8);
+            Py_ssize_t t = (Py_ssize_t)sz + WALK_LOG_OVERHEAD;
+            if (sz < WALK_MIN_SIZE || t > end - q || (int8_t)buf[q + 16] < 2 || t < WALK_V2_HEADER)
+                break;
+            ent[n] = buf + q;
+            tot[n] = t;
+            crc_len[n] = (size_t)(t - 21);
+            q += t;
+            n++;
+        }
+        if (n == 0) {
+            const uint8_t *e = buf + p;
+            int32_t size;
+            if (end - p <= WALK_HEADER_UP_TO_MAGIC)
+                status = WALK_NEED_MORE;
+            else if ((size = be32(e + 8)) < WALK_MIN_SIZE)
+                status = WALK_BAD_SIZE;
+            else if ((Py_ssize_t)size + WALK_LOG_OVERHEAD > end - p)
+                status = WALK_NEED_MORE;
+            else if ((int8_t)e[16] < 2)
+                status = WALK_LEGACY;
+            else
+                status = WALK_SHORT_V2;
+            break;
+        }
+        if (n == 3) {
+            const uint8_t *starts[3] = {ent[0] + 21, ent[1] + 21, ent[2] + 21};
+            crc32c_three(starts, crc_len, computed);
+        }
+        else
+            for (i = 0; i < n; i++)
+                computed[i] = crc32c_update(0, ent[i] + 21, crc_len[i]);
+
+        for (i = 0; i < n; i++) {
+            const uint8_t *e = ent[i];
+            int64_t position = file_position + (p - pos);
+            int64_t bo = be64(e), lo, mts = be64(e + 35);
+            int64_t nmax_ts = max_ts, noff_max = off_max_ts;
+            int32_t lod = be32(e + 23);
+            int index_now;
+            /* every condition under which Python would stop or raise: Python handles that batch */
+            int python = computed[i] != be32u(e + 17)
+                || (!take_txn && (be16u(e + 21) & 0x10) != 0)
+                || position != valid
+                || __builtin_add_overflow(bo, (int64_t)lod, &lo)
+                || lo < base || lo - base > SCAN_INT32_MAX;
+            if (!python) {
+                if (mts > nmax_ts) {
+                    nmax_ts = mts;
+                    noff_max = lo;
+                }
+                index_now = valid - last_entry > interval;
+                if (index_now) {
+                    python = off_entries >= max_off_entries
+                        || (off_entries != 0 && lo <= last_offset)
+                        || valid > SCAN_INT32_MAX
+                        || time_entries >= max_time_entries - 1
+                        || (time_entries != 0 && noff_max < last_time_off)
+                        || (time_entries != 0 && nmax_ts < last_time_ts)
+                        || noff_max < base || noff_max - base > SCAN_INT32_MAX;
+                }
+            }
+            if (python) {
+                PyObject *batch = make_batch((PyTypeObject *)args[4], e, position, tot[i]);
+                if (batch == NULL || PyList_Append(list, batch) < 0) {
+                    Py_XDECREF(batch);
+                    Py_CLEAR(list);
+                    goto done;
+                }
+                Py_DECREF(batch);
+                p += tot[i];
+                status = WALK_NEED_MORE;
+                stop = 1;
+                break;
+            }
+            max_ts = nmax_ts;
+            off_max_ts = noff_max;
+            if (index_now) {
+                uint8_t entry[12];
+                put_be32(entry, (uint32_t)(lo - base));
+                put_be32(entry + 4, (uint32_t)valid);
+                if (ix_append(obuf, entry, 8) < 0) {
+                    Py_CLEAR(list);
+                    goto done;
+                }
+                off_entries++;
+                last_offset = lo;
+                if (max_ts > last_time_ts) {
+                    put_be32(entry, (uint32_t)((uint64_t)max_ts >> 32));
+                    put_be32(entry + 4, (uint32_t)max_ts);
+                    put_be32(entry + 8, (uint32_t)(off_max_ts - base));
+                    if (ix_append(tbuf, entry, 12) < 0) {
+                        Py_CLEAR(list);
+                        goto done;
+                    }
+                    time_entries++;
+                    last_time_ts = max_ts;
+                    last_time_off = off_max_ts;
+                }
+                last_entry = valid;
+            }
+            valid += tot[i];
+            batches++;
+            if (!have_first) {
+                first = bo;
+                have_first = 1;
+            }
+            last = lo;
+            have_last = 1;
+            p += tot[i];
+        }
+        if (stop)
+            break;
+    }
+    if (scan_set(st, IX_VALID, PyLong_FromLongLong(valid)) < 0 ||
+        scan_set(st, IX_LAST_ENTRY, PyLong_FromLongLong(last_entry)) < 0 ||
+        scan_set(st, IX_MAX_TS, PyLong_FromLongLong(max_ts)) < 0 ||
+        scan_set(st, IX_OFF_MAX_TS, PyLong_FromLongLong(off_max_ts)) < 0 ||
+        scan_set(st, IX_OFF_ENTRIES, PyLong_FromLongLong(off_entries)) < 0 ||
+        scan_set(st, IX_LAST_OFFSET, PyLong_FromLongLong(last_offset)) < 0 ||
+        scan_set(st, IX_TIME_ENTRIES, PyLong_FromLongLong(time_entries)) < 0 ||
+        scan_set(st, IX_LAST_TIME_TS, PyLong_FromLongLong(last_time_ts)) < 0 ||
+        scan_set(st, IX_LAST_TIME_OFF, PyLong_FromLongLong(last_time_off)) < 0 ||
+        scan_set(st, IX_BATCHES, PyLong_FromLongLong(batches)) < 0 ||
+        (have_first && scan_set(st, IX_FIRST, PyLong_FromLongLong(first)) < 0) ||
+        (have_last && scan_set(st, IX_LAST, PyLong_FromLongLong(last)) < 0)) {
+        Py_CLEAR(list);
+        goto done;
+    }
+    result = Py_BuildValue("(Oni)", list, p, status);
+done:
+    Py_XDECREF(list);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records,
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
     {"walk_v2", (PyCFunction)(void (*)(void))walk_v2, METH_FASTCALL, walk_v2_doc},
     {"scan_v2", (PyCFunction)(void (*)(void))scan_v2, METH_FASTCALL, scan_v2_doc},
     {"scan_fd", (PyCFunction)(void (*)(void))scan_fd, METH_FASTCALL, scan_fd_doc},
+    {"index_v2", (PyCFunction)(void (*)(void))index_v2, METH_FASTCALL, index_v2_doc},
     {"crc32c", (PyCFunction)(void (*)(void))py_crc32c, METH_FASTCALL | METH_KEYWORDS, crc32c_doc},
     {"_crc32c_portable", (PyCFunction)(void (*)(void))py_crc32c_portable,
      METH_FASTCALL | METH_KEYWORDS, crc32c_portable_doc},

@@ -62,6 +62,13 @@ DEFAULT_MAX_INDEX_SIZE = 10485760  # segment.index.bytes (§8.2)
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes (§8.3)
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP (§1)
 _INT32_MAX = 2147483647
+
+# slots of the state list shared with the compiled indexing loop (_speedups.index_v2)
+(
+    IX_BASE, IX_INTERVAL, IX_VALID, IX_LAST_ENTRY, IX_MAX_TS, IX_OFF_MAX_TS, IX_OFF_ENTRIES, IX_MAX_OFF_ENTRIES,
+    IX_LAST_OFFSET, IX_TIME_ENTRIES, IX_MAX_TIME_ENTRIES, IX_LAST_TIME_TS, IX_LAST_TIME_OFF, IX_OFFSET_BUF,
+    IX_TIME_BUF, IX_TAKE_TXN, IX_BATCHES, IX_FIRST, IX_LAST,
+) = range(19)
 _WARM_BYTES = 8192  # AbstractIndex.warmEntries() = 8192 / entrySize
 
 
@@ -559,6 +566,34 @@ class IndexBuilder:
             self._maybe_append_time(self._max_timestamp, self._offset_of_max_timestamp)
             self._last_index_entry = self._valid_bytes
         self._valid_bytes += size
+
+    # ---------------------------------------------------------------- the compiled loop
+    def scan_state(self, take_transactional: bool) -> list:
+        """This builder's state as the list ``_speedups.index_v2`` reads and updates (slots
+        ``IX_*``); ``take_transactional``: index transactional batches there too (the caller
+        keeps no producer state). The index bytearrays are shared, not copied."""
+        if self._finished:
+            raise IndexAppendError("IndexBuilder.scan_state called after finish()")
+        return [
+            self.base_offset, self.index_interval_bytes, self._valid_bytes, self._last_index_entry,
+            self._max_timestamp, self._offset_of_max_timestamp, self._offset_entries, self._max_offset_entries,
+            self._last_offset, self._time_entries, self._max_time_entries, *self._last_time_entry,
+            self._offset, self._time, take_transactional, 0, None, None,
+        ]
+
+    def load_scan_state(self, st: list) -> None:
+        """Take the state the compiled loop left in ``st``."""
+        (_b, _i, self._valid_bytes, self._last_index_entry, self._max_timestamp, self._offset_of_max_timestamp,
+         self._offset_entries, _m, self._last_offset, self._time_entries, _t, ts, off) = st[:IX_OFFSET_BUF]
+        self._last_time_entry = (ts, off)
+
+    def store_scan_state(self, st: list) -> None:
+        """Give the compiled loop this builder's state (after Python handled a batch)."""
+        st[IX_VALID:IX_OFFSET_BUF] = [
+            self._valid_bytes, self._last_index_entry, self._max_timestamp, self._offset_of_max_timestamp,
+            self._offset_entries, self._max_offset_entries, self._last_offset, self._time_entries,
+            self._max_time_entries, *self._last_time_entry,
+        ]
 
     @property
     def valid_bytes(self) -> int:
