@@ -948,41 +948,55 @@ def plan_reindex(
     reason: str | None = None
     ongoing, txn_unavailable = _producer_state_at(log_path, base)
     aborted: list[AbortedTxn] = []
-    # The compiled loop indexes every batch that needs nothing more (CRC valid, accepted by
-    # the index rules, not transactional while transactions are tracked) and hands each other
-    # batch to the Python loop below, with the state synced around it.
+    # The compiled loop indexes every batch of each window that needs nothing more (CRC valid,
+    # accepted by the index rules, not transactional while transactions are tracked) and hands
+    # each other batch to handle() below, with the state synced around it.
     st = builder.scan_state(take_transactional=ongoing is None) if _index_v2 is not None else None
+    add_batch = builder.add_batch
+
+    def handle(batch, data) -> bool:
+        """recover()'s loop for one batch in Python; False: recovery stops here."""
+        nonlocal batches, first, last, reason
+        if st is not None:  # what the compiled loop did up to this batch
+            builder.load_scan_state(st)
+            batches, first, last = st[IX_BATCHES:]
+        # one unpack instead of property calls: this runs once per batch of the segment
+        # (a legacy entry's lastOffsetDelta is 0, so offset + delta is its last offset too)
+        (position, size, offset, _magic, crc, attrs, lod, _bts, mts, _pid, _pepoch, _bseq, _count, _ple, computed) = batch
+        if crc != computed:
+            reason = f"{log_path}:{position}: batch CRC mismatch (expected {crc}, found {computed})"
+            return False
+        try:
+            add_batch(position, size, offset + lod, mts)
+        except IndexAppendError as e:
+            reason = f"{log_path}:{position}: {e.message}"
+            return False
+        batches += 1
+        if first is None:
+            first = offset
+        last = offset + lod
+        if attrs & 0x10 and ongoing is not None:
+            _track_transactions(batch, data, ongoing, aborted)
+        if st is not None:
+            builder.store_scan_state(st)
+            st[IX_BATCHES:] = batches, first, last
+        return True
+
+    def synced() -> None:  # the compiled loop may have gone on after the last batch handled here
+        nonlocal batches, first, last
+        if st is not None:
+            builder.load_scan_state(st)
+            batches, first, last = st[IX_BATCHES:]
+
+    # (A compiled loop reading the file itself, as verify's, measured no faster here: 0.21 s
+    # for 1 GiB either way, as recovery's indexing needs no second look at a batch.)
     window_scan = None if st is None else (lambda buf, rel, lim, file_pos, batch_type: _index_v2(buf, rel, lim, file_pos, batch_type, st))
     with SegmentWalker(log_path, window_scan=window_scan) as walker:
-        add_batch = builder.add_batch
         for batch, data in walker:
-            if st is not None:  # what the compiled loop did up to this batch
-                builder.load_scan_state(st)
-                batches, first, last = st[IX_BATCHES:]
-            # one unpack instead of property calls: this runs once per batch of the segment
-            # (a legacy entry's lastOffsetDelta is 0, so offset + delta is its last offset too)
-            (position, size, offset, _magic, crc, _attrs, lod, _bts, mts, _pid, _pepoch, _bseq, _count, _ple, computed) = batch
-            if crc != computed:
-                reason = f"{log_path}:{position}: batch CRC mismatch (expected {crc}, found {computed})"
+            if not handle(batch, data):
                 break
-            try:
-                add_batch(position, size, offset + lod, mts)
-            except IndexAppendError as e:
-                reason = f"{log_path}:{position}: {e.message}"
-                break
-            batches += 1
-            if first is None:
-                first = offset
-            last = offset + lod
-            if _attrs & 0x10 and ongoing is not None:
-                _track_transactions(batch, data, ongoing, aborted)
-            if st is not None:
-                builder.store_scan_state(st)
-                st[IX_BATCHES:] = batches, first, last
-        else:  # the walk ended (not at a bad batch): the compiled loop may have gone on after the last batch here
-            if st is not None:
-                builder.load_scan_state(st)
-                batches, first, last = st[IX_BATCHES:]
+        else:
+            synced()
         log_size = walker.file_size
         stop = _describe_stop(walker, reason, builder.valid_bytes)
     new_index, new_time = builder.finish()

@@ -36,7 +36,7 @@ from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkatool.record.crc import crc32, crc32c
 from kafkatool.record.v2 import HEADER as V2_HEADER
 from kafkatool.segment import files as names
-from kafkatool.segment.walk import SegmentWalker, WalkStop
+from kafkatool.segment.walk import SCAN_BUFFER, CompiledScan, SegmentWalker, WalkStop
 
 # Record decoding (control batches, --deep) and the side-file readers are imported where
 # they are first needed: checking one .log needs neither, and start-up is a large share of
@@ -391,9 +391,8 @@ SPLIT_MIN_BYTES = 32 << 20
 
 #: The compiled file scan's buffer (an entry larger than this is walked in Python) and the
 #: bytes it scans between two returns to Python (progress, --max-rate).
-_SCAN_BUFFER = 4 << 20
+_SCAN_BUFFER = SCAN_BUFFER
 _SCAN_BUDGET = 64 << 20
-_SCAN_PAUSED = 9  # scan_fd's status: the budget of this call is spent
 
 # slots of the state list shared with the compiled scans (_speedups.scan_v2, scan_fd)
 (
@@ -463,25 +462,20 @@ class _Scanner:
 
         pos = start
         if _scan_fd is not None:
+            def paced(before: int, after: int) -> None:
+                if rate:  # bytes the scan moved past, slow batches included
+                    _throttle(rate, after - before)
+                progress(after)
+
             # pauses let the progress bar and --max-rate act; a rate paces in tenths of a second
             budget = max(1 << 20, int(rate) // 10) if rate else _SCAN_BUDGET
-            buf = bytearray(_SCAN_BUFFER)
-            held = (0, 0)
-            fd = os.open(path, os.O_RDONLY)
+            fast = CompiledScan(path, start, end, _scan_fd, st, budget=budget, on_progress=paced, buffer_size=_SCAN_BUFFER)
             try:
-                while pos < end:
-                    batch, data, nxt, status, *held = _scan_fd(fd, pos, end, Batch, st, buf, *held, budget)
-                    if rate:  # bytes the scan moved past, slow batches included
-                        _throttle(rate, nxt - pos)
-                    pos = nxt
-                    progress(pos)
-                    if batch is not None:
-                        check(batch, memoryview(data))
-                    elif status != _SCAN_PAUSED:
-                        break
+                for batch, data in fast:
+                    check(batch, data)
             finally:
-                os.close(fd)
                 self._load(st)
+            pos = fast.position
 
         scan = _scan_v2
 

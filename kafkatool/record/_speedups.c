@@ -1559,6 +1559,143 @@ scan_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 #define SCAN_PAUSED 9          /* scan_fd: the byte budget of this call is spent */
 #define SCAN_FILL (128 << 10)  /* one pread: small enough that the CRC reads it from L2 */
 
+/* One window pass of a compiled loop: check the complete entries of buf[pos:end] (buf[pos]
+ * being at file_position), appending at most one batch to `list` for Python, and set
+ * next and status as walk_v2 would. */
+typedef int (*run_fn)(void *ctx, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long long file_position,
+                      PyTypeObject *batch_type, PyObject *list, Py_ssize_t *next, int *status);
+
+struct fd_args {
+    int fd;
+    long long pos, end, bpos, have, budget;
+    PyTypeObject *batch_type;
+    Py_buffer view;  /* the reused buffer */
+};
+
+/* Parse (fd, pos, end, batch_type, state, buffer, buf_pos, buf_len, budget); `*state` gets args[4]. */
+static int
+fd_parse(const char *name, PyObject *const *args, Py_ssize_t nargs, struct fd_args *a, PyObject **state)
+{
+    Py_ssize_t end_arg, budget;
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError, "%s() takes exactly 9 arguments (%zd given)", name, nargs);
+        return -1;
+    }
+    a->fd = PyObject_AsFileDescriptor(args[0]);
+    if (a->fd < 0)
+        return -1;
+    if (!PyType_Check(args[3]) || !PyType_IsSubtype((PyTypeObject *)args[3], &PyTuple_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s(): batch_type must be a subtype of tuple", name);
+        return -1;
+    }
+    a->batch_type = (PyTypeObject *)args[3];
+    *state = args[4];
+    if (as_index(args[2], &end_arg) < 0 || scan_file_position(args[1], 0, &a->pos) < 0 ||
+        scan_file_position(args[6], 0, &a->bpos) < 0 || scan_file_position(args[7], 0, &a->have) < 0 ||
+        as_index(args[8], &budget) < 0)
+        return -1;
+    a->end = end_arg;
+    a->budget = budget;
+    if (a->end < a->pos || budget < 0) {
+        PyErr_Format(PyExc_ValueError, "%s(): need pos <= end and budget >= 0", name);
+        return -1;
+    }
+    if (PyObject_GetBuffer(args[5], &a->view, PyBUF_WRITABLE) < 0)
+        return -1;
+    return 0;
+}
+
+/* The pread loop of scan_fd (see its doc), for any run_fn; releases a->view. */
+static PyObject *
+fd_loop(struct fd_args *a, run_fn run, void *ctx)
+{
+    Py_ssize_t have, cap, p;
+    long long bpos, stop_at;
+    int status = WALK_NEED_MORE, eof = 0;
+    PyObject *list = NULL, *result = NULL;
+    uint8_t *buf = (uint8_t *)a->view.buf;
+
+    cap = a->view.len;
+    stop_at = a->budget == 0 || a->budget > LLONG_MAX - a->pos ? LLONG_MAX : a->pos + a->budget;
+    /* what the buffer holds, if it still covers pos */
+    if (a->have <= cap && a->bpos <= a->pos && a->pos <= a->bpos + a->have) {
+        bpos = a->bpos;
+        have = (Py_ssize_t)a->have;
+        p = (Py_ssize_t)(a->pos - bpos);
+    }
+    else {
+        bpos = a->pos;
+        have = 0;
+        p = 0;
+    }
+    if (have > a->end - bpos)  /* never scan past end */
+        have = (Py_ssize_t)(a->end - bpos);
+    if ((list = PyList_New(0)) == NULL)
+        goto done;
+    for (;;) {
+        Py_ssize_t want;
+        ssize_t got;
+        if (run(ctx, buf, p, have, bpos + p, a->batch_type, list, &p, &status) < 0)
+            goto done;
+        if (PyList_GET_SIZE(list) > 0) {
+            PyObject *batch = PyList_GET_ITEM(list, 0);
+            Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(batch, 1));
+            PyObject *data = size < 0 ? NULL : PyBytes_FromStringAndSize((const char *)buf + p - size, size);
+            if (data == NULL)
+                goto done;
+            result = Py_BuildValue("(OOLiLn)", batch, data, bpos + p, status, bpos, have);
+            Py_DECREF(data);
+            goto done;
+        }
+        if (status != WALK_NEED_MORE || eof || bpos + have >= a->end) {
+            result = Py_BuildValue("(OOLiLn)", Py_None, Py_None, bpos + p, status, bpos, have);
+            goto done;
+        }
+        if (bpos + p >= stop_at) {
+            result = Py_BuildValue("(OOLiLn)", Py_None, Py_None, bpos + p, SCAN_PAUSED, bpos, have);
+            goto done;
+        }
+        if (cap - have < SCAN_FILL && p > 0) {
+            /* keep the unscanned bytes (part of one entry), read on behind them */
+            memmove(buf, buf + p, (size_t)(have - p));
+            have -= p;
+            bpos += p;
+            p = 0;
+        }
+        if (have == cap) {  /* an entry larger than the buffer */
+            result = Py_BuildValue("(OOLiLn)", Py_None, Py_None, bpos + p, status, bpos, have);
+            goto done;
+        }
+        want = cap - have < SCAN_FILL ? cap - have : SCAN_FILL;
+        if (want > a->end - (bpos + have))
+            want = (Py_ssize_t)(a->end - (bpos + have));
+        got = pread(a->fd, buf + have, (size_t)want, (off_t)(bpos + have));
+        if (got < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    goto done;
+                continue;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);
+            goto done;
+        }
+        if (got == 0)
+            eof = 1; /* the file is shorter than `end` (it shrank): stop at its end */
+        have += got;
+    }
+done:
+    Py_XDECREF(list);
+    PyBuffer_Release(&a->view);
+    return result;
+}
+
+static int
+scan_run_cb(void *ctx, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long long file_position,
+            PyTypeObject *batch_type, PyObject *list, Py_ssize_t *next, int *status)
+{
+    return scan_run((struct scan_state *)ctx, buf, pos, end, file_position, batch_type, list, next, status);
+}
+
 PyDoc_STRVAR(scan_fd_doc,
 "scan_fd(fd, pos, end, batch_type, state, buffer, buf_pos, buf_len, budget)\n--\n\n"
 "scan_v2 over the file ``fd`` from byte ``pos`` to ``end``, read with pread into\n"
@@ -1581,112 +1718,21 @@ PyDoc_STRVAR(scan_fd_doc,
 static PyObject *
 scan_fd(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    Py_buffer view;
-    Py_ssize_t end_arg, have, cap, p, budget_arg;
-    long long pos, end, bpos, bpos_arg, have_arg, stop_at;
-    int fd, status = WALK_NEED_MORE, eof = 0;
+    struct fd_args a;
     struct scan_state s;
-    PyObject *list = NULL, *result = NULL;
-    uint8_t *buf;
+    PyObject *st, *result;
 
-    if (nargs != 9) {
-        PyErr_Format(PyExc_TypeError, "scan_fd() takes exactly 9 arguments (%zd given)", nargs);
+    if (fd_parse("scan_fd", args, nargs, &a, &st) < 0)
+        return NULL;
+    if (scan_begin(st, &s) < 0) {
+        scan_release(&s);
+        PyBuffer_Release(&a.view);
         return NULL;
     }
-    fd = PyObject_AsFileDescriptor(args[0]);
-    if (fd < 0)
-        return NULL;
-    if (!PyType_Check(args[3]) || !PyType_IsSubtype((PyTypeObject *)args[3], &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "scan_fd(): batch_type must be a subtype of tuple");
-        return NULL;
-    }
-    if (as_index(args[2], &end_arg) < 0 || scan_file_position(args[1], 0, &pos) < 0 ||
-        scan_file_position(args[6], 0, &bpos_arg) < 0 || scan_file_position(args[7], 0, &have_arg) < 0 ||
-        as_index(args[8], &budget_arg) < 0)
-        return NULL;
-    end = end_arg;
-    if (end < pos || budget_arg < 0) {
-        PyErr_SetString(PyExc_ValueError, "scan_fd(): need pos <= end and budget >= 0");
-        return NULL;
-    }
-    stop_at = budget_arg == 0 || budget_arg > LLONG_MAX - pos ? LLONG_MAX : pos + budget_arg;
-    if (PyObject_GetBuffer(args[5], &view, PyBUF_WRITABLE) < 0)
-        return NULL;
-    buf = (uint8_t *)view.buf;
-    cap = view.len;
-    /* what the buffer holds, if it still covers pos */
-    if (have_arg <= cap && bpos_arg <= pos && pos <= bpos_arg + have_arg) {
-        bpos = bpos_arg;
-        have = (Py_ssize_t)have_arg;
-        p = (Py_ssize_t)(pos - bpos);
-    }
-    else {
-        bpos = pos;
-        have = 0;
-        p = 0;
-    }
-    if (have > end - bpos)  /* never scan past end */
-        have = (Py_ssize_t)(end - bpos);
-    if (scan_begin(args[4], &s) < 0 || (list = PyList_New(0)) == NULL)
-        goto done;
-    for (;;) {
-        Py_ssize_t want;
-        ssize_t got;
-        if (scan_run(&s, buf, p, have, bpos + p, (PyTypeObject *)args[3], list, &p, &status) < 0)
-            goto done;
-        if (PyList_GET_SIZE(list) > 0) {
-            PyObject *batch = PyList_GET_ITEM(list, 0);
-            Py_ssize_t size = PyLong_AsSsize_t(PyTuple_GET_ITEM(batch, 1));
-            PyObject *data = size < 0 ? NULL : PyBytes_FromStringAndSize((const char *)buf + p - size, size);
-            if (data == NULL)
-                goto done;
-            result = Py_BuildValue("(OOLiLn)", batch, data, bpos + p, status, bpos, have);
-            Py_DECREF(data);
-            goto store;
-        }
-        if (status != WALK_NEED_MORE || eof || bpos + have >= end) {
-            result = Py_BuildValue("(OOLiLn)", Py_None, Py_None, bpos + p, status, bpos, have);
-            goto store;
-        }
-        if (bpos + p >= stop_at) {
-            result = Py_BuildValue("(OOLiLn)", Py_None, Py_None, bpos + p, SCAN_PAUSED, bpos, have);
-            goto store;
-        }
-        if (cap - have < SCAN_FILL && p > 0) {
-            /* keep the unscanned bytes (part of one entry), read on behind them */
-            memmove(buf, buf + p, (size_t)(have - p));
-            have -= p;
-            bpos += p;
-            p = 0;
-        }
-        if (have == cap) {  /* an entry larger than the buffer */
-            result = Py_BuildValue("(OOLiLn)", Py_None, Py_None, bpos + p, status, bpos, have);
-            goto store;
-        }
-        want = cap - have < SCAN_FILL ? cap - have : SCAN_FILL;
-        if (want > end - (bpos + have))
-            want = (Py_ssize_t)(end - (bpos + have));
-        got = pread(fd, buf + have, (size_t)want, (off_t)(bpos + have));
-        if (got < 0) {
-            if (errno == EINTR) {
-                if (PyErr_CheckSignals() < 0)
-                    goto done;
-                continue;
-            }
-            PyErr_SetFromErrno(PyExc_OSError);
-            goto done;
-        }
-        if (got == 0)
-            eof = 1; /* the file is shorter than `end` (it shrank): stop at its end */
-        have += got;
-    }
-store:
-    if (result != NULL && scan_end(args[4], &s) < 0)
+    result = fd_loop(&a, scan_run_cb, &s);
+    if (result != NULL && scan_end(st, &s) < 0)
         Py_CLEAR(result);
-done:
-    Py_XDECREF(list);
     scan_release(&s);
-    PyBuffer_Release(&view);
     return result;
 }
 
@@ -1747,83 +1793,76 @@ put_be32(uint8_t *p, uint32_t v)
     p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
 }
 
-PyDoc_STRVAR(index_v2_doc,
-"index_v2(buf, pos, end, file_position, batch_type, state)\n--\n\n"
-"LogSegment.recover's indexing loop (spec 8.3, 12.2) over the complete v2 batches\n"
-"of ``buf[pos:end]``, without a Python object per batch.\n\n"
-"Each batch whose CRC-32C matches, that is not transactional (unless the state\n"
-"says to take those too), and that kafkatool.segment.index.IndexBuilder.add_batch\n"
-"would accept without an error is indexed here: ``state`` (a list, slots named in\n"
-"kafkatool.segment.index) is updated and the entries appended to its bytearrays.\n"
-"The walk stops after the first other batch and returns it, with the state as it\n"
-"was before that batch, for Python to handle. Returns ``(batches, next_pos,\n"
-"status)`` as walk_v2 does, ``batches`` holding at most that one batch.");
-
-static PyObject *
-index_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
-{
-    Py_buffer view;
-    Py_ssize_t pos, end, p;
-    long long file_position;
-    PyObject *st, *obuf, *tbuf, *list = NULL, *result = NULL;
+/* The index state list, unpacked for the duration of one call. */
+struct ix_state {
     int64_t base, interval, valid, last_entry, max_ts, off_max_ts, off_entries, max_off_entries, last_offset;
-    int64_t time_entries, max_time_entries, last_time_ts, last_time_off, batches, first = 0, last = 0;
-    int take_txn, have_first, have_last, status = WALK_NEED_MORE;
-    const uint8_t *buf;
+    int64_t time_entries, max_time_entries, last_time_ts, last_time_off, batches, first, last;
+    int take_txn, have_first, have_last;
+    PyObject *obuf, *tbuf;
+};
 
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "index_v2() takes exactly 6 arguments (%zd given)", nargs);
-        return NULL;
-    }
-    if (!PyType_Check(args[4]) || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "index_v2(): batch_type must be a subtype of tuple");
-        return NULL;
-    }
-    st = args[5];
+static int
+ix_begin(PyObject *st, struct ix_state *x)
+{
+    memset(x, 0, sizeof(*x));
     if (!PyList_CheckExact(st) || PyList_GET_SIZE(st) != IX_NSLOTS) {
-        PyErr_Format(PyExc_TypeError, "index_v2(): state must be a list of %d items", IX_NSLOTS);
-        return NULL;
+        PyErr_Format(PyExc_TypeError, "index state must be a list of %d items", IX_NSLOTS);
+        return -1;
     }
-    obuf = PyList_GET_ITEM(st, IX_OFFSET_BUF);
-    tbuf = PyList_GET_ITEM(st, IX_TIME_BUF);
-    if (!PyByteArray_CheckExact(obuf) || !PyByteArray_CheckExact(tbuf)) {
-        PyErr_SetString(PyExc_TypeError, "index_v2(): the index slots must hold bytearrays");
-        return NULL;
+    x->obuf = PyList_GET_ITEM(st, IX_OFFSET_BUF);
+    x->tbuf = PyList_GET_ITEM(st, IX_TIME_BUF);
+    if (!PyByteArray_CheckExact(x->obuf) || !PyByteArray_CheckExact(x->tbuf)) {
+        PyErr_SetString(PyExc_TypeError, "the index state's index slots must hold bytearrays");
+        return -1;
     }
-    if (ix_get(st, IX_BASE, &base) < 0 || ix_get(st, IX_INTERVAL, &interval) < 0 ||
-        ix_get(st, IX_VALID, &valid) < 0 || ix_get(st, IX_LAST_ENTRY, &last_entry) < 0 ||
-        ix_get(st, IX_MAX_TS, &max_ts) < 0 || ix_get(st, IX_OFF_MAX_TS, &off_max_ts) < 0 ||
-        ix_get(st, IX_OFF_ENTRIES, &off_entries) < 0 || ix_get(st, IX_MAX_OFF_ENTRIES, &max_off_entries) < 0 ||
-        ix_get(st, IX_LAST_OFFSET, &last_offset) < 0 || ix_get(st, IX_TIME_ENTRIES, &time_entries) < 0 ||
-        ix_get(st, IX_MAX_TIME_ENTRIES, &max_time_entries) < 0 || ix_get(st, IX_LAST_TIME_TS, &last_time_ts) < 0 ||
-        ix_get(st, IX_LAST_TIME_OFF, &last_time_off) < 0 || ix_get(st, IX_BATCHES, &batches) < 0)
-        return NULL;
-    if ((take_txn = PyObject_IsTrue(PyList_GET_ITEM(st, IX_TAKE_TXN))) < 0)
-        return NULL;
-    if (scan_get_opt(st, IX_FIRST, &first, &have_first) < 0 || scan_get_opt(st, IX_LAST, &last, &have_last) < 0)
-        return NULL;
-    if (as_index(args[1], &pos) < 0 || as_index(args[2], &end) < 0)
-        return NULL;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (pos < 0 || pos > end || end > view.len) {
-        PyErr_Format(PyExc_ValueError,
-            "index_v2: need 0 <= pos (%zd) <= end (%zd) <= len(buf) (%zd)", pos, end, view.len);
-        goto done;
-    }
-    if (scan_file_position(args[3], end - pos, &file_position) < 0)
-        goto done;
-    if ((list = PyList_New(0)) == NULL)
-        goto done;
-    buf = (const uint8_t *)view.buf;
-    p = pos;
+    if (ix_get(st, IX_BASE, &x->base) < 0 || ix_get(st, IX_INTERVAL, &x->interval) < 0 ||
+        ix_get(st, IX_VALID, &x->valid) < 0 || ix_get(st, IX_LAST_ENTRY, &x->last_entry) < 0 ||
+        ix_get(st, IX_MAX_TS, &x->max_ts) < 0 || ix_get(st, IX_OFF_MAX_TS, &x->off_max_ts) < 0 ||
+        ix_get(st, IX_OFF_ENTRIES, &x->off_entries) < 0 || ix_get(st, IX_MAX_OFF_ENTRIES, &x->max_off_entries) < 0 ||
+        ix_get(st, IX_LAST_OFFSET, &x->last_offset) < 0 || ix_get(st, IX_TIME_ENTRIES, &x->time_entries) < 0 ||
+        ix_get(st, IX_MAX_TIME_ENTRIES, &x->max_time_entries) < 0 || ix_get(st, IX_LAST_TIME_TS, &x->last_time_ts) < 0 ||
+        ix_get(st, IX_LAST_TIME_OFF, &x->last_time_off) < 0 || ix_get(st, IX_BATCHES, &x->batches) < 0)
+        return -1;
+    if ((x->take_txn = PyObject_IsTrue(PyList_GET_ITEM(st, IX_TAKE_TXN))) < 0)
+        return -1;
+    if (scan_get_opt(st, IX_FIRST, &x->first, &x->have_first) < 0 || scan_get_opt(st, IX_LAST, &x->last, &x->have_last) < 0)
+        return -1;
+    return 0;
+}
+
+static int
+ix_end(PyObject *st, struct ix_state *x)
+{
+    if (scan_set(st, IX_VALID, PyLong_FromLongLong(x->valid)) < 0 ||
+        scan_set(st, IX_LAST_ENTRY, PyLong_FromLongLong(x->last_entry)) < 0 ||
+        scan_set(st, IX_MAX_TS, PyLong_FromLongLong(x->max_ts)) < 0 ||
+        scan_set(st, IX_OFF_MAX_TS, PyLong_FromLongLong(x->off_max_ts)) < 0 ||
+        scan_set(st, IX_OFF_ENTRIES, PyLong_FromLongLong(x->off_entries)) < 0 ||
+        scan_set(st, IX_LAST_OFFSET, PyLong_FromLongLong(x->last_offset)) < 0 ||
+        scan_set(st, IX_TIME_ENTRIES, PyLong_FromLongLong(x->time_entries)) < 0 ||
+        scan_set(st, IX_LAST_TIME_TS, PyLong_FromLongLong(x->last_time_ts)) < 0 ||
+        scan_set(st, IX_LAST_TIME_OFF, PyLong_FromLongLong(x->last_time_off)) < 0 ||
+        scan_set(st, IX_BATCHES, PyLong_FromLongLong(x->batches)) < 0 ||
+        (x->have_first && scan_set(st, IX_FIRST, PyLong_FromLongLong(x->first)) < 0) ||
+        (x->have_last && scan_set(st, IX_LAST, PyLong_FromLongLong(x->last)) < 0))
+        return -1;
+    return 0;
+}
+
+/* recover()'s loop over the complete entries of buf[pos:end] (a run_fn). */
+static int
+ix_run(void *ctx, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long long file_position,
+       PyTypeObject *batch_type, PyObject *list, Py_ssize_t *next, int *status)
+{
+    struct ix_state *x = (struct ix_state *)ctx;
+    Py_ssize_t p = pos;
     for (;;) {
         /* frame up to three complete v2 entries ahead and CRC them together */
         const uint8_t *ent[3];
         size_t crc_len[3];
         uint32_t computed[3];
         Py_ssize_t tot[3], q = p;
-        int n = 0, i, stop = 0;
+        int n = 0, i;
 
         while (n < 3 && end - q > WALK_HEADER_UP_TO_MAGIC) {
             int32_t sz = be32(buf + q + 8);
@@ -1840,16 +1879,17 @@ index_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             const uint8_t *e = buf + p;
             int32_t size;
             if (end - p <= WALK_HEADER_UP_TO_MAGIC)
-                status = WALK_NEED_MORE;
+                *status = WALK_NEED_MORE;
             else if ((size = be32(e + 8)) < WALK_MIN_SIZE)
-                status = WALK_BAD_SIZE;
+                *status = WALK_BAD_SIZE;
             else if ((Py_ssize_t)size + WALK_LOG_OVERHEAD > end - p)
-                status = WALK_NEED_MORE;
+                *status = WALK_NEED_MORE;
             else if ((int8_t)e[16] < 2)
-                status = WALK_LEGACY;
+                *status = WALK_LEGACY;
             else
-                status = WALK_SHORT_V2;
-            break;
+                *status = WALK_SHORT_V2;
+            *next = p;
+            return 0;
         }
         if (n == 3) {
             const uint8_t *starts[3] = {ent[0] + 21, ent[1] + 21, ent[2] + 21};
@@ -1863,99 +1903,124 @@ index_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             const uint8_t *e = ent[i];
             int64_t position = file_position + (p - pos);
             int64_t bo = be64(e), lo, mts = be64(e + 35);
-            int64_t nmax_ts = max_ts, noff_max = off_max_ts;
+            int64_t nmax_ts = x->max_ts, noff_max = x->off_max_ts;
             int32_t lod = be32(e + 23);
-            int index_now;
+            int index_now = 0;
             /* every condition under which Python would stop or raise: Python handles that batch */
             int python = computed[i] != be32u(e + 17)
-                || (!take_txn && (be16u(e + 21) & 0x10) != 0)
-                || position != valid
+                || (!x->take_txn && (be16u(e + 21) & 0x10) != 0)
+                || position != x->valid
                 || __builtin_add_overflow(bo, (int64_t)lod, &lo)
-                || lo < base || lo - base > SCAN_INT32_MAX;
+                || lo < x->base || lo - x->base > SCAN_INT32_MAX;
             if (!python) {
                 if (mts > nmax_ts) {
                     nmax_ts = mts;
                     noff_max = lo;
                 }
-                index_now = valid - last_entry > interval;
+                index_now = x->valid - x->last_entry > x->interval;
                 if (index_now) {
-                    python = off_entries >= max_off_entries
-                        || (off_entries != 0 && lo <= last_offset)
-                        || valid > SCAN_INT32_MAX
-                        || time_entries >= max_time_entries - 1
-                        || (time_entries != 0 && noff_max < last_time_off)
-                        || (time_entries != 0 && nmax_ts < last_time_ts)
-                        || noff_max < base || noff_max - base > SCAN_INT32_MAX;
+                    python = x->off_entries >= x->max_off_entries
+                        || (x->off_entries != 0 && lo <= x->last_offset)
+                        || x->valid > SCAN_INT32_MAX
+                        || x->time_entries >= x->max_time_entries - 1
+                        || (x->time_entries != 0 && noff_max < x->last_time_off)
+                        || (x->time_entries != 0 && nmax_ts < x->last_time_ts)
+                        || noff_max < x->base || noff_max - x->base > SCAN_INT32_MAX;
                 }
             }
             if (python) {
-                PyObject *batch = make_batch((PyTypeObject *)args[4], e, position, tot[i]);
+                PyObject *batch = make_batch(batch_type, e, position, tot[i]);
                 if (batch == NULL || PyList_Append(list, batch) < 0) {
                     Py_XDECREF(batch);
-                    Py_CLEAR(list);
-                    goto done;
+                    return -1;
                 }
                 Py_DECREF(batch);
-                p += tot[i];
-                status = WALK_NEED_MORE;
-                stop = 1;
-                break;
+                *next = p + tot[i];
+                *status = WALK_NEED_MORE;
+                return 0;
             }
-            max_ts = nmax_ts;
-            off_max_ts = noff_max;
+            x->max_ts = nmax_ts;
+            x->off_max_ts = noff_max;
             if (index_now) {
                 uint8_t entry[12];
-                put_be32(entry, (uint32_t)(lo - base));
-                put_be32(entry + 4, (uint32_t)valid);
-                if (ix_append(obuf, entry, 8) < 0) {
-                    Py_CLEAR(list);
-                    goto done;
+                put_be32(entry, (uint32_t)(lo - x->base));
+                put_be32(entry + 4, (uint32_t)x->valid);
+                if (ix_append(x->obuf, entry, 8) < 0)
+                    return -1;
+                x->off_entries++;
+                x->last_offset = lo;
+                if (x->max_ts > x->last_time_ts) {
+                    put_be32(entry, (uint32_t)((uint64_t)x->max_ts >> 32));
+                    put_be32(entry + 4, (uint32_t)x->max_ts);
+                    put_be32(entry + 8, (uint32_t)(x->off_max_ts - x->base));
+                    if (ix_append(x->tbuf, entry, 12) < 0)
+                        return -1;
+                    x->time_entries++;
+                    x->last_time_ts = x->max_ts;
+                    x->last_time_off = x->off_max_ts;
                 }
-                off_entries++;
-                last_offset = lo;
-                if (max_ts > last_time_ts) {
-                    put_be32(entry, (uint32_t)((uint64_t)max_ts >> 32));
-                    put_be32(entry + 4, (uint32_t)max_ts);
-                    put_be32(entry + 8, (uint32_t)(off_max_ts - base));
-                    if (ix_append(tbuf, entry, 12) < 0) {
-                        Py_CLEAR(list);
-                        goto done;
-                    }
-                    time_entries++;
-                    last_time_ts = max_ts;
-                    last_time_off = off_max_ts;
-                }
-                last_entry = valid;
+                x->last_entry = x->valid;
             }
-            valid += tot[i];
-            batches++;
-            if (!have_first) {
-                first = bo;
-                have_first = 1;
+            x->valid += tot[i];
+            x->batches++;
+            if (!x->have_first) {
+                x->first = bo;
+                x->have_first = 1;
             }
-            last = lo;
-            have_last = 1;
+            x->last = lo;
+            x->have_last = 1;
             p += tot[i];
         }
-        if (stop)
-            break;
     }
-    if (scan_set(st, IX_VALID, PyLong_FromLongLong(valid)) < 0 ||
-        scan_set(st, IX_LAST_ENTRY, PyLong_FromLongLong(last_entry)) < 0 ||
-        scan_set(st, IX_MAX_TS, PyLong_FromLongLong(max_ts)) < 0 ||
-        scan_set(st, IX_OFF_MAX_TS, PyLong_FromLongLong(off_max_ts)) < 0 ||
-        scan_set(st, IX_OFF_ENTRIES, PyLong_FromLongLong(off_entries)) < 0 ||
-        scan_set(st, IX_LAST_OFFSET, PyLong_FromLongLong(last_offset)) < 0 ||
-        scan_set(st, IX_TIME_ENTRIES, PyLong_FromLongLong(time_entries)) < 0 ||
-        scan_set(st, IX_LAST_TIME_TS, PyLong_FromLongLong(last_time_ts)) < 0 ||
-        scan_set(st, IX_LAST_TIME_OFF, PyLong_FromLongLong(last_time_off)) < 0 ||
-        scan_set(st, IX_BATCHES, PyLong_FromLongLong(batches)) < 0 ||
-        (have_first && scan_set(st, IX_FIRST, PyLong_FromLongLong(first)) < 0) ||
-        (have_last && scan_set(st, IX_LAST, PyLong_FromLongLong(last)) < 0)) {
-        Py_CLEAR(list);
+}
+
+PyDoc_STRVAR(index_v2_doc,
+"index_v2(buf, pos, end, file_position, batch_type, state)\n--\n\n"
+"LogSegment.recover's indexing loop (spec 8.3, 12.2) over the complete v2 batches\n"
+"of ``buf[pos:end]``, without a Python object per batch.\n\n"
+"Each batch whose CRC-32C matches, that is not transactional (unless the state\n"
+"says to take those too), and that kafkatool.segment.index.IndexBuilder.add_batch\n"
+"would accept without an error is indexed here: ``state`` (a list, slots named in\n"
+"kafkatool.segment.index) is updated and the entries appended to its bytearrays.\n"
+"The walk stops after the first other batch and returns it, with the state as it\n"
+"was before that batch, for Python to handle. Returns ``(batches, next_pos,\n"
+"status)`` as walk_v2 does, ``batches`` holding at most that one batch.");
+
+static PyObject *
+index_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, next = 0;
+    long long file_position;
+    struct ix_state x;
+    PyObject *list = NULL, *result = NULL;
+    int status = WALK_NEED_MORE;
+
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "index_v2() takes exactly 6 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (!PyType_Check(args[4]) || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "index_v2(): batch_type must be a subtype of tuple");
+        return NULL;
+    }
+    if (ix_begin(args[5], &x) < 0)
+        return NULL;
+    if (as_index(args[1], &pos) < 0 || as_index(args[2], &end) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (pos < 0 || pos > end || end > view.len) {
+        PyErr_Format(PyExc_ValueError,
+            "index_v2: need 0 <= pos (%zd) <= end (%zd) <= len(buf) (%zd)", pos, end, view.len);
         goto done;
     }
-    result = Py_BuildValue("(Oni)", list, p, status);
+    if (scan_file_position(args[3], end - pos, &file_position) < 0)
+        goto done;
+    if ((list = PyList_New(0)) != NULL &&
+        ix_run(&x, (const uint8_t *)view.buf, pos, end, file_position, (PyTypeObject *)args[4], list, &next, &status) == 0 &&
+        ix_end(args[5], &x) == 0)
+        result = Py_BuildValue("(Oni)", list, next, status);
 done:
     Py_XDECREF(list);
     PyBuffer_Release(&view);

@@ -33,7 +33,7 @@ from kafkatool.record.batch import (
 from kafkatool.record.crc import crc32, crc32c
 from kafkatool.record.v2 import HEADER as V2_HEADER
 
-__all__ = ["SegmentWalker", "WalkStop", "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH_BYTES"]
+__all__ = ["SegmentWalker", "CompiledScan", "WalkStop", "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH_BYTES"]
 
 try:  # the compiled window walk, when the optional extension was built with it
     from kafkatool.record._speedups import walk_v2 as _fast_walk  # type: ignore
@@ -46,6 +46,55 @@ DEFAULT_MAX_BATCH_BYTES = 256 << 20
 _OFFSET_SIZE = struct.Struct(">qi")
 _LEGACY = struct.Struct(">qiIbb")
 _I64 = struct.Struct(">q")
+
+
+#: The compiled file loops' buffer (an entry larger than this is left to :class:`SegmentWalker`).
+SCAN_BUFFER = 4 << 20
+SCAN_PAUSED = 9  # the status of a compiled file loop whose byte budget is spent
+
+
+class CompiledScan:
+    """A compiled loop over a file (``_speedups.scan_fd``) from ``start`` to ``end``.
+
+    The loop reads the file itself (128 KiB preads into a reused buffer) and handles every
+    batch it can in C, updating ``state`` (the loop's own state list). Iterating yields
+    ``(batch, data)`` for each batch it hands to Python (``data`` a memoryview of a copy);
+    the caller handles it and syncs ``state`` before the next one. The iteration ends where
+    the loop stops for good: at ``end``, or at an entry it does not take (a tail, a legacy or
+    damaged entry, an entry larger than its buffer). :attr:`position` is then where a
+    :class:`SegmentWalker` goes on. ``on_progress(before, after)`` is called after every
+    call, at most ``budget`` bytes apart (0: no pauses).
+    """
+
+    def __init__(self, path: str, start: int, end: int, scan, state: list, *, budget: int = 0, on_progress=None,
+                 buffer_size: int | None = None) -> None:
+        self.path = path
+        self.position = start
+        self.end = end
+        self._scan = scan
+        self._state = state
+        self._budget = budget
+        self._on_progress = on_progress
+        self._buffer_size = SCAN_BUFFER if buffer_size is None else buffer_size
+
+    def __iter__(self) -> Iterator[tuple[Batch, memoryview]]:
+        scan, state, budget, on_progress = self._scan, self._state, self._budget, self._on_progress
+        pos, end = self.position, self.end
+        buf = bytearray(self._buffer_size)
+        held = (0, 0)
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            while pos < end:
+                batch, data, nxt, status, *held = scan(fd, pos, end, Batch, state, buf, *held, budget)
+                if on_progress is not None:
+                    on_progress(pos, nxt)
+                self.position = pos = nxt
+                if batch is not None:
+                    yield batch, memoryview(data)
+                elif status != SCAN_PAUSED:
+                    return
+        finally:
+            os.close(fd)
 
 
 class WalkStop(enum.Enum):
