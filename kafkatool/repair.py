@@ -57,6 +57,7 @@ from kafkatool.segment import files as names
 from kafkatool.segment.index import (
     DEFAULT_INDEX_INTERVAL_BYTES,
     IX_BATCHES,
+    IX_SHIFT,
     OFFSET_ENTRY_SIZE,
     TIME_ENTRY_SIZE,
     IndexAppendError,
@@ -959,7 +960,7 @@ def plan_reindex(
         nonlocal batches, first, last, reason
         if st is not None:  # what the compiled loop did up to this batch
             builder.load_scan_state(st)
-            batches, first, last = st[IX_BATCHES:]
+            batches, first, last = st[IX_BATCHES:IX_SHIFT]
         # one unpack instead of property calls: this runs once per batch of the segment
         # (a legacy entry's lastOffsetDelta is 0, so offset + delta is its last offset too)
         (position, size, offset, _magic, crc, attrs, lod, _bts, mts, _pid, _pepoch, _bseq, _count, _ple, computed) = batch
@@ -979,14 +980,14 @@ def plan_reindex(
             _track_transactions(batch, data, ongoing, aborted)
         if st is not None:
             builder.store_scan_state(st)
-            st[IX_BATCHES:] = batches, first, last
+            st[IX_BATCHES:IX_SHIFT] = batches, first, last
         return True
 
     def synced() -> None:  # the compiled loop may have gone on after the last batch handled here
         nonlocal batches, first, last
         if st is not None:
             builder.load_scan_state(st)
-            batches, first, last = st[IX_BATCHES:]
+            batches, first, last = st[IX_BATCHES:IX_SHIFT]
 
     # (A compiled loop reading the file itself, as verify's, measured no faster here: 0.21 s
     # for 1 GiB either way, as recovery's indexing needs no second look at a batch.)

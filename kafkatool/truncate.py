@@ -66,9 +66,14 @@ from kafkatool.repair import (
 )
 from kafkatool.segment import files as names
 from kafkatool.segment.checkpoint import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
-from kafkatool.segment.index import DEFAULT_INDEX_INTERVAL_BYTES, IndexAppendError, IndexBuilder
+from kafkatool.segment.index import IX_BATCHES, IX_SHIFT, DEFAULT_INDEX_INTERVAL_BYTES, IndexAppendError, IndexBuilder
 from kafkatool.segment.txnindex import TXN_ENTRY_SIZE, encode_txn_index, iter_txn_index
 from kafkatool.segment.walk import SegmentWalker, WalkStop
+
+try:  # recovery's indexing loop in C, when the optional extension was built with it
+    from kafkatool.record._speedups import index_v2 as _index_v2  # type: ignore
+except ImportError:  # pragma: no cover - depends on the build
+    _index_v2 = None
 
 __all__ = [
     "Region",
@@ -200,56 +205,112 @@ def _bad_reason(walker: SegmentWalker, path: str, position: int) -> str:
     return f"{path}:{position}: partial batch, size field past the end of the file, or a short tail"
 
 
+#: A builder that counts intact batches after a cut and indexes none (its interval is never reached).
+_NEVER_INDEX = 1 << 62
+
+
+def _walk_run(log_path: str, base: int, builder: IndexBuilder, pos: int):
+    """Walk from ``pos`` as recovery does, feeding ``builder`` (laid out back to back after
+    what it holds) until the first batch recovery refuses or the end of the walk.
+
+    Returns ``(batches, first offset, last offset, bad position or None, reason, walker)``.
+    Batches that need nothing more are handled by the compiled loop (``_speedups.index_v2``)
+    when it is built; the others here, with its state synced around each.
+    """
+    batches, first, last = 0, None, None
+    bad: tuple[int, str] | None = None
+    st = builder.scan_state(take_transactional=True) if _index_v2 is not None else None
+    if st is not None:
+        st[IX_SHIFT] = pos - builder.valid_bytes  # the run's batches go to the new layout's end
+
+    def handle(batch) -> bool:
+        nonlocal batches, first, last, bad
+        if st is not None:
+            builder.load_scan_state(st)
+            batches, first, last = st[IX_BATCHES:IX_SHIFT]
+        problem = None
+        if not batch.crc_valid:
+            problem = f"{log_path}:{batch.position}: batch CRC mismatch (expected {batch.crc}, found {batch.computed_crc})"
+        else:
+            rel = batch.last_offset - base
+            if rel < 0 or rel > _INT32_MAX:
+                problem = f"{log_path}:{batch.position}: offset {batch.last_offset} does not fit a segment with base offset {base}"
+            else:
+                try:
+                    builder.add_batch(builder.valid_bytes, batch.size, batch.last_offset, batch.max_timestamp)
+                except IndexAppendError as e:  # recovery cannot index it: a bad batch too (the builder is unchanged)
+                    problem = f"{log_path}:{batch.position}: {e.message}"
+        if problem is not None:
+            bad = (batch.position, problem)
+            return False
+        batches += 1
+        first = batch.offset if first is None else first
+        last = batch.last_offset
+        if st is not None:
+            builder.store_scan_state(st)
+            st[IX_BATCHES:IX_SHIFT] = batches, first, last
+        return True
+
+    window_scan = None if st is None else (lambda buf, rel, lim, fp, bt: _index_v2(buf, rel, lim, fp, bt, st))
+    with SegmentWalker(log_path, start=pos, window_scan=window_scan) as walker:
+        for batch, _data in walker:
+            if not handle(batch):
+                break
+        else:
+            if st is not None:
+                builder.load_scan_state(st)
+                batches, first, last = st[IX_BATCHES:IX_SHIFT]
+            if walker.position < walker.end:
+                bad = (walker.position, _bad_reason(walker, log_path, walker.position))
+    return batches, first, last, bad
+
+
 def _scan_segment(log_path: str, keep_valid_after: bool, index_interval_bytes: int):
     """Walk one segment as recovery does; return ``(cut or None, offset index, time index)``.
 
-    The index bytes describe the *new* layout (the kept batches, back to back).
+    The index bytes describe the *new* layout (the kept batches, back to back). Memory stays
+    flat: the kept byte ranges, gaps and counts are kept as the walk goes, not per batch.
     """
     from kafkatool.verify import _resync  # the resync verify uses after a bad region
 
     base = names.parse_base_offset(log_path)
     size = os.path.getsize(log_path)
     mtime = os.stat(log_path).st_mtime_ns
-    kept_batches: list[tuple[int, int, int, int, int]] = []  # (position, size, offset, last offset, max ts)
-    removed: list[Region] = []
     builder = IndexBuilder(base, index_interval_bytes=index_interval_bytes, path=str(names.sibling(log_path, ".index")))
+    counter = IndexBuilder(base, index_interval_bytes=_NEVER_INDEX)  # after a cut: intact batches, counted only
+    kept: list[tuple[int, int]] = []
+    gaps: list[tuple[int, int]] = []
+    removed: list[Region] = []
+    batches_kept = 0
+    first = last = None
     dropped = 0
     dropped_first = dropped_last = None
     pos = 0
     cutting = False  # after the first bad region without keep_valid_after: resync only to count
     while pos < size:
-        bad_at = None
-        reason = ""
-        with SegmentWalker(log_path, start=pos) as walker:
-            for batch, _data in walker:
-                problem = None
-                if not batch.crc_valid:
-                    problem = f"{log_path}:{batch.position}: batch CRC mismatch (expected {batch.crc}, found {batch.computed_crc})"
+        if cutting:
+            n, run_first, run_last, bad = _walk_run(log_path, base, counter, pos)
+            if n:
+                dropped += n
+                dropped_first = run_first if dropped_first is None else dropped_first
+                dropped_last = run_last
+        else:
+            before = builder.valid_bytes
+            n, run_first, run_last, bad = _walk_run(log_path, base, builder, pos)
+            if n:
+                run_end = pos + builder.valid_bytes - before
+                if kept and kept[-1][1] == pos:
+                    kept[-1] = (kept[-1][0], run_end)
                 else:
-                    rel = batch.last_offset - base
-                    if rel < 0 or rel > _INT32_MAX:
-                        problem = (f"{log_path}:{batch.position}: offset {batch.last_offset} does not fit a segment "
-                                   f"with base offset {base}")
-                if problem is None and cutting:
-                    dropped += 1
-                    dropped_first = batch.offset if dropped_first is None else dropped_first
-                    dropped_last = batch.last_offset
-                    continue
-                if problem is None:
-                    try:
-                        builder.add_batch(builder.valid_bytes, batch.size, batch.last_offset, batch.max_timestamp)
-                    except IndexAppendError as e:  # recovery cannot index it: a bad batch too
-                        problem = f"{log_path}:{batch.position}: {e.message}"
-                        builder = _replay(base, index_interval_bytes, log_path, kept_batches)
-                if problem is not None:
-                    bad_at, reason = batch.position, problem
-                    break
-                kept_batches.append((batch.position, batch.size, batch.offset, batch.last_offset, batch.max_timestamp))
-            else:
-                if walker.position < walker.end:
-                    bad_at, reason = walker.position, _bad_reason(walker, log_path, walker.position)
-        if bad_at is None:
+                    if last is not None and run_first != last + 1:
+                        gaps.append((last, run_first))
+                    kept.append((pos, run_end))
+                batches_kept += n
+                first = run_first if first is None else first
+                last = run_last
+        if bad is None:
             break
+        bad_at, reason = bad
         nxt = _resync(log_path, bad_at + 1, size)
         end = size if nxt is None else nxt
         if not cutting:
@@ -264,32 +325,11 @@ def _scan_segment(log_path: str, keep_valid_after: bool, index_interval_bytes: i
         pos = nxt
     if not removed:
         return None, *builder.finish()
-    kept: list[tuple[int, int]] = []
-    gaps: list[tuple[int, int]] = []
-    prev_last = None
-    prev_end = None
-    for p, s, off, last, _ts in kept_batches:
-        if kept and prev_end == p:
-            kept[-1] = (kept[-1][0], p + s)
-        else:
-            if prev_last is not None and off != prev_last + 1:
-                gaps.append((prev_last, off))
-            kept.append((p, p + s))
-        prev_end, prev_last = p + s, last
     cut = SegmentCut(
-        log_path, base, size, mtime, tuple(kept), tuple(removed), len(kept_batches),
-        kept_batches[0][2] if kept_batches else None, kept_batches[-1][3] if kept_batches else None,
+        log_path, base, size, mtime, tuple(kept), tuple(removed), batches_kept, first, last,
         dropped, None if dropped_first is None else (dropped_first, dropped_last), tuple(gaps),
     )
     return cut, *builder.finish()
-
-
-def _replay(base: int, interval: int, log_path: str, kept: list[tuple[int, int, int, int, int]]) -> IndexBuilder:
-    """A fresh index builder fed the kept batches again (after one it refused)."""
-    b = IndexBuilder(base, index_interval_bytes=interval, path=str(names.sibling(log_path, ".index")))
-    for _p, s, _o, last, ts in kept:
-        b.add_batch(b.valid_bytes, s, last, ts)
-    return b
 
 
 def _partition_segments(partition_dir: str) -> list[str]:

@@ -1759,6 +1759,7 @@ enum {
     IX_BATCHES,           /* int: batches indexed */
     IX_FIRST,             /* int | None: the first batch's base offset */
     IX_LAST,              /* int | None: the last batch's last offset */
+    IX_SHIFT,             /* int: file position minus validBytes (bytes a repair leaves out before the walk) */
     IX_NSLOTS
 };
 
@@ -1796,7 +1797,7 @@ put_be32(uint8_t *p, uint32_t v)
 /* The index state list, unpacked for the duration of one call. */
 struct ix_state {
     int64_t base, interval, valid, last_entry, max_ts, off_max_ts, off_entries, max_off_entries, last_offset;
-    int64_t time_entries, max_time_entries, last_time_ts, last_time_off, batches, first, last;
+    int64_t time_entries, max_time_entries, last_time_ts, last_time_off, batches, first, last, shift;
     int take_txn, have_first, have_last;
     PyObject *obuf, *tbuf;
 };
@@ -1821,7 +1822,8 @@ ix_begin(PyObject *st, struct ix_state *x)
         ix_get(st, IX_OFF_ENTRIES, &x->off_entries) < 0 || ix_get(st, IX_MAX_OFF_ENTRIES, &x->max_off_entries) < 0 ||
         ix_get(st, IX_LAST_OFFSET, &x->last_offset) < 0 || ix_get(st, IX_TIME_ENTRIES, &x->time_entries) < 0 ||
         ix_get(st, IX_MAX_TIME_ENTRIES, &x->max_time_entries) < 0 || ix_get(st, IX_LAST_TIME_TS, &x->last_time_ts) < 0 ||
-        ix_get(st, IX_LAST_TIME_OFF, &x->last_time_off) < 0 || ix_get(st, IX_BATCHES, &x->batches) < 0)
+        ix_get(st, IX_LAST_TIME_OFF, &x->last_time_off) < 0 || ix_get(st, IX_BATCHES, &x->batches) < 0 ||
+        ix_get(st, IX_SHIFT, &x->shift) < 0)
         return -1;
     if ((x->take_txn = PyObject_IsTrue(PyList_GET_ITEM(st, IX_TAKE_TXN))) < 0)
         return -1;
@@ -1909,7 +1911,7 @@ ix_run(void *ctx, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long long 
             /* every condition under which Python would stop or raise: Python handles that batch */
             int python = computed[i] != be32u(e + 17)
                 || (!x->take_txn && (be16u(e + 21) & 0x10) != 0)
-                || position != x->valid
+                || position - x->shift != x->valid
                 || __builtin_add_overflow(bo, (int64_t)lod, &lo)
                 || lo < x->base || lo - x->base > SCAN_INT32_MAX;
             if (!python) {

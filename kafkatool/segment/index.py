@@ -67,8 +67,8 @@ _INT32_MAX = 2147483647
 (
     IX_BASE, IX_INTERVAL, IX_VALID, IX_LAST_ENTRY, IX_MAX_TS, IX_OFF_MAX_TS, IX_OFF_ENTRIES, IX_MAX_OFF_ENTRIES,
     IX_LAST_OFFSET, IX_TIME_ENTRIES, IX_MAX_TIME_ENTRIES, IX_LAST_TIME_TS, IX_LAST_TIME_OFF, IX_OFFSET_BUF,
-    IX_TIME_BUF, IX_TAKE_TXN, IX_BATCHES, IX_FIRST, IX_LAST,
-) = range(19)
+    IX_TIME_BUF, IX_TAKE_TXN, IX_BATCHES, IX_FIRST, IX_LAST, IX_SHIFT,
+) = range(20)
 _WARM_BYTES = 8192  # AbstractIndex.warmEntries() = 8192 / entrySize
 
 
@@ -536,7 +536,22 @@ class IndexBuilder:
 
         ``position`` must be where the previous batch ended (Kafka indexes ``validBytes``,
         the sum of the earlier batch sizes); ``size`` includes the 12-byte log overhead.
+        A batch refused with :class:`IndexAppendError` leaves the builder as it was (the
+        time index can refuse an entry after the offset index took one): a repair goes on
+        as if the walk had stopped before it.
         """
+        saved = (len(self._offset), len(self._time), self._offset_entries, self._last_offset, self._time_entries,
+                 self._last_time_entry, self._max_timestamp, self._offset_of_max_timestamp)
+        try:
+            self._add_batch(position, size, last_offset, max_timestamp)
+        except IndexAppendError:
+            (offset_len, time_len, self._offset_entries, self._last_offset, self._time_entries,
+             self._last_time_entry, self._max_timestamp, self._offset_of_max_timestamp) = saved
+            del self._offset[offset_len:]
+            del self._time[time_len:]
+            raise
+
+    def _add_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         if self._finished:
             raise IndexAppendError("IndexBuilder.add_batch called after finish()")
         if position != self._valid_bytes:
@@ -578,7 +593,7 @@ class IndexBuilder:
             self.base_offset, self.index_interval_bytes, self._valid_bytes, self._last_index_entry,
             self._max_timestamp, self._offset_of_max_timestamp, self._offset_entries, self._max_offset_entries,
             self._last_offset, self._time_entries, self._max_time_entries, *self._last_time_entry,
-            self._offset, self._time, take_transactional, 0, None, None,
+            self._offset, self._time, take_transactional, 0, None, None, 0,
         ]
 
     def load_scan_state(self, st: list) -> None:
