@@ -1390,6 +1390,53 @@ scan_healthy(struct scan_state *s, int64_t position, int64_t first, int64_t lo, 
     return 0;
 }
 
+/* Up to three complete v2 entries of buf[p:end], back to back: their starts, total sizes
+ * and computed CRC-32Cs (three interleaved when there are three). Returns how many. */
+static int
+frame_v2(const uint8_t *buf, Py_ssize_t p, Py_ssize_t end, const uint8_t *ent[3], Py_ssize_t tot[3], uint32_t computed[3])
+{
+    size_t crc_len[3];
+    Py_ssize_t q = p;
+    int n = 0, i;
+
+    while (n < 3 && end - q > WALK_HEADER_UP_TO_MAGIC) {
+        int32_t sz = be32(buf + q + 8);
+        Py_ssize_t t = (Py_ssize_t)sz + WALK_LOG_OVERHEAD;
+        if (sz < WALK_MIN_SIZE || t > end - q || (int8_t)buf[q + 16] < 2 || t < WALK_V2_HEADER)
+            break;
+        ent[n] = buf + q;
+        tot[n] = t;
+        crc_len[n] = (size_t)(t - 21);
+        q += t;
+        n++;
+    }
+    if (n == 3) {
+        const uint8_t *starts[3] = {ent[0] + 21, ent[1] + 21, ent[2] + 21};
+        crc32c_three(starts, crc_len, computed);
+    }
+    else
+        for (i = 0; i < n; i++)
+            computed[i] = crc32c_update(0, ent[i] + 21, crc_len[i]);
+    return n;
+}
+
+/* Why the walk cannot go on at buf[p] (no complete v2 entry there), in the order walk_v2 checks it. */
+static int
+walk_stop_status(const uint8_t *buf, Py_ssize_t p, Py_ssize_t end)
+{
+    const uint8_t *e = buf + p;
+    int32_t size;
+    if (end - p <= WALK_HEADER_UP_TO_MAGIC)
+        return WALK_NEED_MORE;
+    if ((size = be32(e + 8)) < WALK_MIN_SIZE)
+        return WALK_BAD_SIZE;
+    if ((Py_ssize_t)size + WALK_LOG_OVERHEAD > end - p)
+        return WALK_NEED_MORE;
+    if ((int8_t)e[16] < 2)
+        return WALK_LEGACY;
+    return WALK_SHORT_V2;
+}
+
 /* Walk buf[pos:end) (buf[pos] being at file_position): healthy batches update the state;
  * the first other complete v2 batch is appended to `list` and ends the walk after it.
  * Sets *next (buffer index where the walk stopped) and *status (walk_v2's codes); -1 on
@@ -1402,46 +1449,15 @@ scan_run(struct scan_state *s, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t en
     for (;;) {
         /* frame up to three complete v2 entries ahead and CRC them together */
         const uint8_t *ent[3];
-        size_t crc_len[3];
         uint32_t computed[3];
-        Py_ssize_t tot[3], q = p;
-        int n = 0, i;
+        Py_ssize_t tot[3];
+        int n = frame_v2(buf, p, end, ent, tot, computed), i;
 
-        while (n < 3 && end - q > WALK_HEADER_UP_TO_MAGIC) {
-            int32_t sz = be32(buf + q + 8);
-            Py_ssize_t t = (Py_ssize_t)sz + WALK_LOG_OVERHEAD;
-            if (sz < WALK_MIN_SIZE || t > end - q || (int8_t)buf[q + 16] < 2 || t < WALK_V2_HEADER)
-                break;
-            ent[n] = buf + q;
-            tot[n] = t;
-            crc_len[n] = (size_t)(t - 21);
-            q += t;
-            n++;
-        }
         if (n == 0) {
-            /* why the walk cannot go on here, in the order walk_v2 checks it */
-            const uint8_t *e = buf + p;
-            int32_t size;
-            if (end - p <= WALK_HEADER_UP_TO_MAGIC)
-                *status = WALK_NEED_MORE;
-            else if ((size = be32(e + 8)) < WALK_MIN_SIZE)
-                *status = WALK_BAD_SIZE;
-            else if ((Py_ssize_t)size + WALK_LOG_OVERHEAD > end - p)
-                *status = WALK_NEED_MORE;
-            else if ((int8_t)e[16] < 2)
-                *status = WALK_LEGACY;
-            else
-                *status = WALK_SHORT_V2;
+            *status = walk_stop_status(buf, p, end);
             *next = p;
             return 0;
         }
-        if (n == 3) {
-            const uint8_t *starts[3] = {ent[0] + 21, ent[1] + 21, ent[2] + 21};
-            crc32c_three(starts, crc_len, computed);
-        }
-        else
-            for (i = 0; i < n; i++)
-                computed[i] = crc32c_update(0, ent[i] + 21, crc_len[i]);
 
         for (i = 0; i < n; i++) {
             const uint8_t *e = ent[i];
@@ -1513,6 +1529,37 @@ PyDoc_STRVAR(scan_v2_doc,
 "``(batches, next_pos, status)`` as walk_v2 does, ``batches`` holding at most\n"
 "that one batch.");
 
+/* Parse a window loop's (buf, pos, end, file_position, batch_type, state): the buffer is
+ * held in *view on success (release it), nothing on failure. */
+static int
+window_parse(const char *name, PyObject *const *args, Py_ssize_t nargs, Py_buffer *view,
+             Py_ssize_t *pos, Py_ssize_t *end, long long *file_position)
+{
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError, "%s() takes exactly 6 arguments (%zd given)", name, nargs);
+        return -1;
+    }
+    if (!PyType_Check(args[4]) || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
+        PyErr_Format(PyExc_TypeError, "%s(): batch_type must be a subtype of tuple", name);
+        return -1;
+    }
+    if (as_index(args[1], pos) < 0 || as_index(args[2], end) < 0)
+        return -1;
+    if (PyObject_GetBuffer(args[0], view, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (*pos < 0 || *pos > *end || *end > view->len) {
+        PyErr_Format(PyExc_ValueError,
+            "%s: need 0 <= pos (%zd) <= end (%zd) <= len(buf) (%zd)", name, *pos, *end, view->len);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    if (scan_file_position(args[3], *end - *pos, file_position) < 0) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 scan_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1523,28 +1570,8 @@ scan_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *list = NULL, *result = NULL;
     int status = WALK_NEED_MORE;
 
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "scan_v2() takes exactly 6 arguments (%zd given)", nargs);
+    if (window_parse("scan_v2", args, nargs, &view, &pos, &end, &file_position) < 0)
         return NULL;
-    }
-    if (!PyType_Check(args[4]) || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "scan_v2(): batch_type must be a subtype of tuple");
-        return NULL;
-    }
-    if (as_index(args[1], &pos) < 0 || as_index(args[2], &end) < 0)
-        return NULL;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (pos < 0 || pos > end || end > view.len) {
-        PyErr_Format(PyExc_ValueError,
-            "scan_v2: need 0 <= pos (%zd) <= end (%zd) <= len(buf) (%zd)", pos, end, view.len);
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    if (scan_file_position(args[3], end - pos, &file_position) < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
     if (scan_begin(args[5], &s) == 0 && (list = PyList_New(0)) != NULL &&
         scan_run(&s, (const uint8_t *)view.buf, pos, end, file_position, (PyTypeObject *)args[4], list, &next, &status) == 0 &&
         scan_end(args[5], &s) == 0) {
@@ -1861,45 +1888,15 @@ ix_run(void *ctx, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long long 
     for (;;) {
         /* frame up to three complete v2 entries ahead and CRC them together */
         const uint8_t *ent[3];
-        size_t crc_len[3];
         uint32_t computed[3];
-        Py_ssize_t tot[3], q = p;
-        int n = 0, i;
+        Py_ssize_t tot[3];
+        int n = frame_v2(buf, p, end, ent, tot, computed), i;
 
-        while (n < 3 && end - q > WALK_HEADER_UP_TO_MAGIC) {
-            int32_t sz = be32(buf + q + 8);
-            Py_ssize_t t = (Py_ssize_t)sz + WALK_LOG_OVERHEAD;
-            if (sz < WALK_MIN_SIZE || t > end - q || (int8_t)buf[q + 16] < 2 || t < WALK_V2_HEADER)
-                break;
-            ent[n] = buf + q;
-            tot[n] = t;
-            crc_len[n] = (size_t)(t - 21);
-            q += t;
-            n++;
-        }
         if (n == 0) {
-            const uint8_t *e = buf + p;
-            int32_t size;
-            if (end - p <= WALK_HEADER_UP_TO_MAGIC)
-                *status = WALK_NEED_MORE;
-            else if ((size = be32(e + 8)) < WALK_MIN_SIZE)
-                *status = WALK_BAD_SIZE;
-            else if ((Py_ssize_t)size + WALK_LOG_OVERHEAD > end - p)
-                *status = WALK_NEED_MORE;
-            else if ((int8_t)e[16] < 2)
-                *status = WALK_LEGACY;
-            else
-                *status = WALK_SHORT_V2;
+            *status = walk_stop_status(buf, p, end);
             *next = p;
             return 0;
         }
-        if (n == 3) {
-            const uint8_t *starts[3] = {ent[0] + 21, ent[1] + 21, ent[2] + 21};
-            crc32c_three(starts, crc_len, computed);
-        }
-        else
-            for (i = 0; i < n; i++)
-                computed[i] = crc32c_update(0, ent[i] + 21, crc_len[i]);
 
         for (i = 0; i < n; i++) {
             const uint8_t *e = ent[i];
@@ -1998,32 +1995,12 @@ index_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *list = NULL, *result = NULL;
     int status = WALK_NEED_MORE;
 
-    if (nargs != 6) {
-        PyErr_Format(PyExc_TypeError, "index_v2() takes exactly 6 arguments (%zd given)", nargs);
+    if (window_parse("index_v2", args, nargs, &view, &pos, &end, &file_position) < 0)
         return NULL;
-    }
-    if (!PyType_Check(args[4]) || !PyType_IsSubtype((PyTypeObject *)args[4], &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "index_v2(): batch_type must be a subtype of tuple");
-        return NULL;
-    }
-    if (ix_begin(args[5], &x) < 0)
-        return NULL;
-    if (as_index(args[1], &pos) < 0 || as_index(args[2], &end) < 0)
-        return NULL;
-    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    if (pos < 0 || pos > end || end > view.len) {
-        PyErr_Format(PyExc_ValueError,
-            "index_v2: need 0 <= pos (%zd) <= end (%zd) <= len(buf) (%zd)", pos, end, view.len);
-        goto done;
-    }
-    if (scan_file_position(args[3], end - pos, &file_position) < 0)
-        goto done;
-    if ((list = PyList_New(0)) != NULL &&
+    if (ix_begin(args[5], &x) == 0 && (list = PyList_New(0)) != NULL &&
         ix_run(&x, (const uint8_t *)view.buf, pos, end, file_position, (PyTypeObject *)args[4], list, &next, &status) == 0 &&
         ix_end(args[5], &x) == 0)
         result = Py_BuildValue("(Oni)", list, next, status);
-done:
     Py_XDECREF(list);
     PyBuffer_Release(&view);
     return result;
