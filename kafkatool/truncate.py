@@ -63,17 +63,14 @@ from kafkatool.repair import (
     find_staging_dirs,
     link_or_copy,
     remove_staging_dirs,
+    walk_as_recovery,
 )
 from kafkatool.segment import files as names
 from kafkatool.segment.checkpoint import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
-from kafkatool.segment.index import IX_BATCHES, IX_SHIFT, DEFAULT_INDEX_INTERVAL_BYTES, IndexAppendError, IndexBuilder
+from kafkatool.segment.index import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
 from kafkatool.segment.txnindex import TXN_ENTRY_SIZE, encode_txn_index, iter_txn_index
 from kafkatool.segment.walk import SegmentWalker, WalkStop
 
-try:  # recovery's indexing loop in C, when the optional extension was built with it
-    from kafkatool.record._speedups import index_v2 as _index_v2  # type: ignore
-except ImportError:  # pragma: no cover - depends on the build
-    _index_v2 = None
 
 __all__ = [
     "Region",
@@ -213,55 +210,18 @@ def _walk_run(log_path: str, base: int, builder: IndexBuilder, pos: int):
     """Walk from ``pos`` as recovery does, feeding ``builder`` (laid out back to back after
     what it holds) until the first batch recovery refuses or the end of the walk.
 
-    Returns ``(batches, first offset, last offset, bad position or None, reason, walker)``.
-    Batches that need nothing more are handled by the compiled loop (``_speedups.index_v2``)
-    when it is built; the others here, with its state synced around each.
+    Returns ``(batches, first offset, last offset, (bad position, reason) or None)``.
     """
-    batches, first, last = 0, None, None
-    bad: tuple[int, str] | None = None
-    st = builder.scan_state(take_transactional=True) if _index_v2 is not None else None
-    if st is not None:
-        st[IX_SHIFT] = pos - builder.valid_bytes  # the run's batches go to the new layout's end
 
-    def handle(batch) -> bool:
-        nonlocal batches, first, last, bad
-        if st is not None:
-            builder.load_scan_state(st)
-            batches, first, last = st[IX_BATCHES:IX_SHIFT]
-        problem = None
-        if not batch.crc_valid:
-            problem = f"{log_path}:{batch.position}: batch CRC mismatch (expected {batch.crc}, found {batch.computed_crc})"
-        else:
-            rel = batch.last_offset - base
-            if rel < 0 or rel > _INT32_MAX:
-                problem = f"{log_path}:{batch.position}: offset {batch.last_offset} does not fit a segment with base offset {base}"
-            else:
-                try:
-                    builder.add_batch(builder.valid_bytes, batch.size, batch.last_offset, batch.max_timestamp)
-                except IndexAppendError as e:  # recovery cannot index it: a bad batch too (the builder is unchanged)
-                    problem = f"{log_path}:{batch.position}: {e.message}"
-        if problem is not None:
-            bad = (batch.position, problem)
-            return False
-        batches += 1
-        first = batch.offset if first is None else first
-        last = batch.last_offset
-        if st is not None:
-            builder.store_scan_state(st)
-            st[IX_BATCHES:IX_SHIFT] = batches, first, last
-        return True
+    def fits(batch) -> str | None:  # an offset the segment cannot hold: recovery refuses the batch
+        rel = batch.last_offset - base
+        if rel < 0 or rel > _INT32_MAX:
+            return f"{log_path}:{batch.position}: offset {batch.last_offset} does not fit a segment with base offset {base}"
+        return None
 
-    window_scan = None if st is None else (lambda buf, rel, lim, fp, bt: _index_v2(buf, rel, lim, fp, bt, st))
-    with SegmentWalker(log_path, start=pos, window_scan=window_scan) as walker:
-        for batch, _data in walker:
-            if not handle(batch):
-                break
-        else:
-            if st is not None:
-                builder.load_scan_state(st)
-                batches, first, last = st[IX_BATCHES:IX_SHIFT]
-            if walker.position < walker.end:
-                bad = (walker.position, _bad_reason(walker, log_path, walker.position))
+    walker, batches, first, last, bad = walk_as_recovery(log_path, builder, start=pos, check=fits)
+    if bad is None and walker.position < walker.end:
+        bad = (walker.position, _bad_reason(walker, log_path, walker.position))
     return batches, first, last, bad
 
 

@@ -233,10 +233,10 @@ def test_truncate_scan_is_the_same_both_ways(n, flips, keep, interval, offset_ju
         with open(path, "wb") as f:
             f.write(log)
         compiled = truncate_module._scan_segment(path, keep, interval)
-        saved = truncate_module._index_v2
-        truncate_module._index_v2 = None
+        saved = repair_module._index_v2
+        repair_module._index_v2 = None
         try:
             python = truncate_module._scan_segment(path, keep, interval)
         finally:
-            truncate_module._index_v2 = saved
+            repair_module._index_v2 = saved
     assert compiled == python
