@@ -1390,6 +1390,16 @@ scan_healthy(struct scan_state *s, int64_t position, int64_t first, int64_t lo, 
     return 0;
 }
 
+/* Append the batch at `e` to `list` for Python (a run_fn ends its walk after it). */
+static int
+hand_to_python(PyObject *list, PyTypeObject *batch_type, const uint8_t *e, int64_t position, Py_ssize_t total)
+{
+    PyObject *batch = make_batch(batch_type, e, position, total);
+    int rc = batch == NULL ? -1 : PyList_Append(list, batch);
+    Py_XDECREF(batch);
+    return rc;
+}
+
 /* Up to three complete v2 entries of buf[p:end], back to back: their starts, total sizes
  * and computed CRC-32Cs (three interleaved when there are three). Returns how many. */
 static int
@@ -1481,15 +1491,9 @@ scan_run(struct scan_state *s, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t en
                 || (s->have_base && (first < s->base || lo - s->base > SCAN_INT32_MAX))
                 || computed[i] != be32u(e + 17)) {
                 /* not healthy: Python checks it (and what follows, on the next call) */
-                PyObject *batch = make_batch(batch_type, e, position, tot[i]);
-                if (batch == NULL || PyList_Append(list, batch) < 0) {
-                    Py_XDECREF(batch);
-                    return -1;
-                }
-                Py_DECREF(batch);
                 *next = p + tot[i];
                 *status = WALK_NEED_MORE;
-                return 0;
+                return hand_to_python(list, batch_type, e, position, tot[i]);
             }
             if (scan_healthy(s, position, first, lo, mts, be32(e + 12)) < 0)
                 return -1;
@@ -1928,15 +1932,9 @@ ix_run(void *ctx, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long long 
                 }
             }
             if (python) {
-                PyObject *batch = make_batch(batch_type, e, position, tot[i]);
-                if (batch == NULL || PyList_Append(list, batch) < 0) {
-                    Py_XDECREF(batch);
-                    return -1;
-                }
-                Py_DECREF(batch);
                 *next = p + tot[i];
                 *status = WALK_NEED_MORE;
-                return 0;
+                return hand_to_python(list, batch_type, e, position, tot[i]);
             }
             x->max_ts = nmax_ts;
             x->off_max_ts = noff_max;
