@@ -49,7 +49,7 @@ import shutil
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
 from kafkatool.errors import KafkaToolError
@@ -629,8 +629,9 @@ def _take_owner(fd: int, like: os.stat_result) -> None:
     os.fchmod(fd, like.st_mode & 0o7777)
 
 
-def _copy_fd(src: int, dst: int, start: int, end: int | None) -> int:
-    """Copy ``src[start:end]`` (to EOF when ``end`` is None) to ``dst``'s position; return the bytes copied."""
+def _copy_fd(src: int, dst: int, start: int, end: int | None, path: str | None = None) -> int:
+    """Copy ``src[start:end]`` (to EOF when ``end`` is None) to ``dst``'s position; return the bytes
+    copied. ``path`` names ``src`` in the error when it ends early."""
     pos, done = start, 0
     fast = hasattr(os, "copy_file_range")
     while end is None or pos < end:
@@ -652,7 +653,8 @@ def _copy_fd(src: int, dst: int, start: int, end: int | None) -> int:
             n = len(piece)
         if n == 0:
             if end is not None:
-                raise RepairError(f"the file ended at byte {pos} while bytes up to {end} were being copied")
+                raise RepairError(f"the file ended at byte {pos} while bytes up to {end} were being copied",
+                                  path=path, position=pos)
             break
         pos += n
         done += n
@@ -673,10 +675,10 @@ def _stage_file(dst: str, like: os.stat_result, *, data: bytes | None = None, so
             sfd = os.open(source, os.O_RDONLY)
             try:
                 if ranges is None:
-                    _copy_fd(sfd, fd, 0, None)
+                    _copy_fd(sfd, fd, 0, None, source)
                 else:
                     for s, e in ranges:
-                        _copy_fd(sfd, fd, s, e)
+                        _copy_fd(sfd, fd, s, e, source)
             finally:
                 os.close(sfd)
         _take_owner(fd, like)
@@ -1087,8 +1089,6 @@ def plan_reindex_all(
 ) -> list[ReindexPlan]:
     """:func:`plan_reindex` for each segment; a leftover staging dir of a partition is named
     by the first plan of that partition only (one line in the plan, not one per segment)."""
-    from dataclasses import replace
-
     plans = []
     seen: set[str] = set()
     for s in segments:

@@ -57,6 +57,7 @@ from kafkatool.repair import (
     _fsync_dir,
     _read_or_none,
     _sha256,
+    _unlink_all,
     exchange_partition,
     exchange_unavailable,
     find_segments,
@@ -740,10 +741,7 @@ def apply_truncate(
         except (OSError, ValueError) as e:
             raise RepairError(f"cannot read the journal of an interrupted truncate ({e})", path=plan.interrupted_journal) from None
         _roll_forward(plan.interrupted_journal)
-        for t in plan.leftovers:
-            if os.path.exists(t):
-                os.unlink(t)
-                removed_leftovers.append(t)
+        removed_leftovers += _unlink_all(plan.leftovers)
         # the completed state is the earlier run's new state; anything still needed is planned afresh
         again = plan_truncate(directory, plan.keep_valid_after, index_interval_bytes)
         if again.needs_changes:
@@ -764,9 +762,7 @@ def apply_truncate(
         if not os.path.exists(m.path):
             raise RepairError("the file is gone since it was planned; run again", path=m.path)
     if not (plan.cuts or plan.rewrites or plan.moves):
-        gone = [t for t in plan.leftovers if os.path.exists(t)]
-        for t in gone:  # temps of a run that never committed: the old state is intact
-            os.unlink(t)
+        gone = _unlink_all(plan.leftovers)  # temps of a run that never committed: the old state is intact
         if gone:
             _fsync_dir(directory)
         return TruncateReport(plan, (), (), tuple(removed_leftovers + gone), None, False, True)
@@ -794,12 +790,7 @@ def _apply_by_journal(plan: TruncatePlan, backup: TruncateBackup, removed_leftov
     """The fallback when the exchange cannot be used: temp files beside the old ones, a journal
     (the commit point), then the renames and moves (module doc)."""
     directory = plan.partition_dir
-    for t in plan.leftovers:  # temps of a run that never committed: the old state is intact
-        try:
-            os.unlink(t)
-            removed_leftovers.append(t)
-        except FileNotFoundError:
-            pass
+    removed_leftovers += _unlink_all(plan.leftovers)  # temps of a run that never committed: the old state is intact
     # 1. the backup: removed ranges, whole originals of rewritten files, the moves to come
     move_dests = _backup_everything(plan, backup)
     # 2. the new files beside the old ones
