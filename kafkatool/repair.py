@@ -40,15 +40,11 @@ No click and no rich here: the CLI renders the plan and the report.
 from __future__ import annotations
 
 import errno
-import fcntl
 import hashlib
 import json
 import os
-import shlex
 import shutil
-import signal
 import sys
-import time
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Sequence
 
@@ -69,6 +65,23 @@ from kafkatool.record.records import decode_batch_records
 from kafkatool.segment.snapshot import read_producer_snapshot
 from kafkatool.segment.txnindex import TXN_ENTRY_SIZE, AbortedTxn, encode_txn_index
 from kafkatool.segment.walk import SegmentWalker, WalkStop
+from kafkatool.safety import (  # re-exported: the safety layer lived here first
+    FAULT_ENV,
+    JOURNAL_SUFFIX,
+    TEMP_SUFFIX,
+    Backup,
+    LiveBrokerError,
+    LogDirLock,
+    RepairError,
+    TransitionalDirError,
+    default_backup_dir,
+    fault_point,
+    fsync_dir,
+    log_dir_of,
+    read_or_none,
+    sha256_hex,
+    write_durably,
+)
 
 try:  # the compiled indexing loop, when the optional extension was built with it
     from kafkatool.record._speedups import index_v2 as _index_v2  # type: ignore
@@ -110,238 +123,6 @@ __all__ = [
     "FAULT_ENV",
 ]
 
-TEMP_SUFFIX = ".kafkatool-tmp"
-"""Suffix of a new file being written beside its target; Kafka's loader ignores it (§12.3)."""
-JOURNAL_SUFFIX = ".kafkatool-journal"
-"""``<segment prefix>.kafkatool-journal``: present between the commit point and the last rename."""
-FAULT_ENV = "KAFKATOOL_FAULT_AT"
-"""Test hook: ``KAFKATOOL_FAULT_AT=n`` makes the n-th write step SIGKILL the process."""
-
-
-class RepairError(KafkaToolError):
-    """A repair refused to run, or found its own output wrong."""
-
-
-class LiveBrokerError(RepairError):
-    """A live Kafka holds the log dir's ``.lock`` (§11.5)."""
-
-
-class TransitionalDirError(RepairError):
-    """A ``-delete``/``-future``/``-stray`` partition dir (§2.1) the user did not ask to repair."""
-
-
-# ----------------------------------------------------------------------------- fault injection
-
-_fault_count = 0
-
-
-def _fault_point(label: str) -> None:
-    """Count a step of an apply; die by SIGKILL at step ``$KAFKATOOL_FAULT_AT`` (crash-safety tests)."""
-    global _fault_count
-    target = os.environ.get(FAULT_ENV)
-    if not target:
-        return
-    _fault_count += 1
-    if _fault_count == int(target):
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-# ----------------------------------------------------------------------------- small file helpers
-
-
-def _fsync_dir(path: str) -> None:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _read_or_none(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
-def _write_durably(path: str, data: bytes, *, exclusive: bool = False) -> None:
-    """Write ``data`` to ``path`` and fsync it (not the directory)."""
-    flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if exclusive else os.O_TRUNC)
-    fd = os.open(path, flags, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def log_dir_of(partition_dir: str) -> str:
-    """The log dir holding a partition dir: its parent (§2.1)."""
-    return os.path.dirname(os.path.abspath(partition_dir))
-
-
-# ----------------------------------------------------------------------------- the lock (§11.5)
-
-
-class LogDirLock:
-    """Hold ``<log_dir>/.lock`` with a POSIX record lock for the whole repair (§11.5).
-
-    The broker locks that file with ``FileChannel.tryLock``, which on Linux is
-    ``fcntl(F_SETLK)``; ``flock(2)`` would not see it. The file is opened once, O_RDWR
-    without O_CREAT: Python drops every POSIX lock of a file as soon as *any* descriptor of
-    it in the process is closed. A missing ``.lock`` means no broker holds the dir; it is
-    then created and locked so that a broker starting meanwhile fails to lock it. With
-    ``force=True`` nothing is checked (for a copy the operator knows is offline).
-    """
-
-    def __init__(self, log_dir: str, *, force: bool = False) -> None:
-        self.log_dir = os.path.abspath(log_dir)
-        self.path = os.path.join(self.log_dir, names.LOCK)
-        self.force = force
-        self._fd: int | None = None
-        self.created = False
-
-    def acquire(self) -> None:
-        if self.force or self._fd is not None:
-            return
-        try:
-            fd = os.open(self.path, os.O_RDWR)
-        except FileNotFoundError:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-                self.created = True
-            except FileExistsError:  # a broker created it just now: test it like any other
-                fd = os.open(self.path, os.O_RDWR)
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            os.close(fd)
-            if e.errno in (errno.EAGAIN, errno.EACCES):
-                raise LiveBrokerError(
-                    "a live Kafka broker (or another process) holds the lock on this log dir; "
-                    "stop the broker first, or use --force only on a copy you know is offline",
-                    path=self.path,
-                ) from None
-            raise
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)  # closing the only descriptor drops the lock
-
-    def __enter__(self) -> "LogDirLock":
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-
-# ----------------------------------------------------------------------------- backups
-
-
-def default_backup_dir(log_dir: str, now: float | None = None) -> str:
-    """``<parent of log dir>/kafkatool-backup-<log dir name>-<UTC timestamp>``.
-
-    Beside the log dir, not inside it: the broker takes every directory in a log dir for a
-    partition and refuses a name that is not ``topic-partition`` (as with ``lost+found``).
-    """
-    now = time.time() if now is None else now
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(now)) + f"{int((now % 1) * 1e6):06d}Z"
-    log_dir = os.path.abspath(log_dir)
-    return os.path.join(os.path.dirname(log_dir), f"kafkatool-backup-{os.path.basename(log_dir)}-{stamp}")
-
-
-@dataclass
-class BackupEntry:
-    original_path: str
-    action: str
-    """``rewritten`` (the original is in the backup), ``created`` (there was none) or ``removed``."""
-    backup_file: str | None
-    size: int | None
-    sha256: str | None
-    new_size: int | None = None
-    new_sha256: str | None = None
-    reason: str = ""
-
-
-class Backup:
-    """A backup directory: originals under ``<partition dir name>/<file name>``, a
-    ``MANIFEST.json`` and a ``RESTORE.txt``, both rewritten (fsynced) after every file."""
-
-    def __init__(self, root: str, tool: str = "kafkatool") -> None:
-        self.root = os.path.abspath(root)
-        self.tool = tool
-        self.entries: list[BackupEntry] = []
-
-    def _ensure(self, sub: str) -> str:
-        d = os.path.join(self.root, sub) if sub else self.root
-        if not os.path.isdir(d):
-            os.makedirs(d, exist_ok=True)
-            for x in {d, self.root, os.path.dirname(self.root)}:
-                _fsync_dir(x)
-        return d
-
-    def save(self, path: str, new_data: bytes | None, reason: str = "") -> BackupEntry:
-        """Copy ``path`` (if it exists) into the backup, fsynced, before anything replaces it."""
-        path = os.path.abspath(path)
-        old = _read_or_none(path)
-        new_meta = (None, None) if new_data is None else (len(new_data), _sha256(new_data))
-        if old is None:
-            entry = BackupEntry(path, "created", None, None, None, *new_meta, reason=reason)
-        else:
-            sub = os.path.basename(os.path.dirname(path))
-            d = self._ensure(sub)
-            target = os.path.join(d, os.path.basename(path))
-            n = 0
-            while os.path.exists(target):  # never overwrite an earlier original
-                n += 1
-                target = os.path.join(d, f"{os.path.basename(path)}.{n}")
-            _write_durably(target, old, exclusive=True)
-            _fsync_dir(d)
-            action = "removed" if new_data is None else "rewritten"
-            entry = BackupEntry(
-                path, action, os.path.relpath(target, self.root), len(old), _sha256(old), *new_meta, reason=reason
-            )
-        self.entries.append(entry)
-        self._write_index()
-        return entry
-
-    def _write_index(self) -> None:
-        self._ensure("")
-        manifest = {
-            "tool": self.tool,
-            "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "files": [e.__dict__ for e in self.entries],
-        }
-        for name, text in (("MANIFEST.json", json.dumps(manifest, indent=2) + "\n"), ("RESTORE.txt", self.restore_text())):
-            tmp = os.path.join(self.root, name + TEMP_SUFFIX)
-            _write_durably(tmp, text.encode())
-            os.replace(tmp, os.path.join(self.root, name))
-        _fsync_dir(self.root)
-
-    def restore_text(self) -> str:
-        lines = [
-            "# How to put back the files kafkatool replaced (stop the broker first).",
-            "# Each original is copied back over the rebuilt file; files kafkatool created are removed.",
-            "# MANIFEST.json lists the size and sha256 of every original; check with `sha256sum -c` style tools.",
-            "",
-        ]
-        for e in self.entries:
-            if e.backup_file is not None:
-                lines.append(f"cp -p {shlex.quote(os.path.join(self.root, e.backup_file))} {shlex.quote(e.original_path)}")
-            else:
-                lines.append(f"rm -f {shlex.quote(e.original_path)}")
-        return "\n".join(lines) + "\n"
 
 
 # ----------------------------------------------------------------------------- atomic replace
@@ -368,7 +149,7 @@ def replace_files(
     prefix = journal_prefix or os.path.basename(items[0][0]).split(".", 1)[0]
     for path, data in items:
         backup.save(path, data, reason)
-        _fault_point("after backup")
+        fault_point("after backup")
     temps = []
     for path, data in items:
         tmp = os.path.abspath(path) + TEMP_SUFFIX
@@ -378,29 +159,29 @@ def replace_files(
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
-            _fault_point("after temp write")
+            fault_point("after temp write")
             os.fsync(fd)
         finally:
             os.close(fd)
-        _fault_point("after temp fsync")
+        fault_point("after temp fsync")
         temps.append((tmp, os.path.abspath(path), data))
     journal = _journal_path(directory, prefix)
     record = {
         "backup_dir": backup.root,
-        "replace": [{"temp": os.path.basename(t), "target": os.path.basename(p), "size": len(d), "sha256": _sha256(d)} for t, p, d in temps],
+        "replace": [{"temp": os.path.basename(t), "target": os.path.basename(p), "size": len(d), "sha256": sha256_hex(d)} for t, p, d in temps],
     }
-    _write_durably(journal + TEMP_SUFFIX, (json.dumps(record, indent=2) + "\n").encode())
+    write_durably(journal + TEMP_SUFFIX, (json.dumps(record, indent=2) + "\n").encode())
     os.replace(journal + TEMP_SUFFIX, journal)
-    _fsync_dir(directory)  # commit point: the temp files and the journal are durable
-    _fault_point("after journal")
+    fsync_dir(directory)  # commit point: the temp files and the journal are durable
+    fault_point("after journal")
     for tmp, path, _data in temps:
         os.replace(tmp, path)
-        _fault_point("after rename")
-    _fsync_dir(directory)
-    _fault_point("after directory fsync")
+        fault_point("after rename")
+    fsync_dir(directory)
+    fault_point("after directory fsync")
     os.unlink(journal)
-    _fsync_dir(directory)
-    _fault_point("after journal removal")
+    fsync_dir(directory)
+    fault_point("after journal removal")
 
 
 def write_atomically(path: str, data: bytes, backup: Backup | str, *, reason: str = "") -> None:
@@ -427,7 +208,7 @@ _LOG_LIKE = (".log", ".log.deleted", ".log.cleaned", ".log.swap", ".checkpoint")
 """Segment data and KRaft snapshots (``__cluster_metadata-0``'s ``.checkpoint`` files, written
 once, up to hundreds of MiB): hard-linked into a staging dir, never copied (a broker never
 rewrites them in place, other than recovery cutting an invalid ``.log`` tail)."""
-_COPY_CHUNK = 8 << 20
+COPY_CHUNK = 8 << 20
 
 
 class ExchangeUnavailable(RepairError):
@@ -485,7 +266,7 @@ def remove_staging_dirs(paths: Iterable[str]) -> list[str]:
             _remove_staging(p)
         else:
             os.unlink(p)
-        _fsync_dir(os.path.dirname(os.path.abspath(p)))
+        fsync_dir(os.path.dirname(os.path.abspath(p)))
         removed.append(p)
     return removed
 
@@ -502,7 +283,7 @@ def _remove_staging(path: str, fault: bool = False) -> None:
         else:
             os.unlink(p)
         if fault and n.endswith(_LOG_LIKE):
-            _fault_point("after unlinking an old .log")
+            fault_point("after unlinking an old .log")
     os.rmdir(path)
 
 
@@ -510,7 +291,7 @@ def _discard_staging(path: str) -> None:
     """Best effort, on the way out of a failed build: what remains is a leftover the next run removes."""
     try:
         _remove_staging(path)
-        _fsync_dir(os.path.dirname(path))
+        fsync_dir(os.path.dirname(path))
     except OSError:
         pass
 
@@ -635,7 +416,7 @@ def _copy_fd(src: int, dst: int, start: int, end: int | None, path: str | None =
     pos, done = start, 0
     fast = hasattr(os, "copy_file_range")
     while end is None or pos < end:
-        want = _COPY_CHUNK if end is None else min(end - pos, 1 << 30)
+        want = COPY_CHUNK if end is None else min(end - pos, 1 << 30)
         n = 0
         if fast:
             try:
@@ -646,7 +427,7 @@ def _copy_fd(src: int, dst: int, start: int, end: int | None, path: str | None =
                 fast = False
                 continue
         else:
-            piece = os.pread(src, min(want, _COPY_CHUNK), pos)
+            piece = os.pread(src, min(want, COPY_CHUNK), pos)
             view = memoryview(piece)
             while view:
                 view = view[os.write(dst, view):]
@@ -773,8 +554,8 @@ def exchange_partition(
             _take_owner(dfd, dir_stat)
         finally:
             os.close(dfd)
-        _fsync_dir(log_dir)
-        _fault_point("after staging dir")
+        fsync_dir(log_dir)
+        fault_point("after staging dir")
         _probe_exchange(staging)
         # 1. every small file of the new state, written fresh (never a hard link: see the module doc)
         for n in small:
@@ -784,18 +565,18 @@ def exchange_partition(
                 _stage_file(target, st, data=write[n])
             else:
                 _stage_file(target, st, source=os.path.join(partition_dir, n))
-            _fault_point("after staged file")
+            fault_point("after staged file")
         # 2. the cut .log files: new files holding the kept byte ranges
         for n, ranges in sorted(cut.items()):
             _stage_file(os.path.join(staging, n), stats[n], source=os.path.join(partition_dir, n), ranges=ranges)
-            _fault_point("after staged file")
+            fault_point("after staged file")
         # 3. last, the unchanged .log files: hard links, no copy
         for n in logs:
             _link(os.path.join(partition_dir, n), os.path.join(staging, n))
-            _fault_point("after staged link")
-        _fsync_dir(staging)
-        _fsync_dir(log_dir)
-        _fault_point("after staging fsync")
+            fault_point("after staged link")
+        fsync_dir(staging)
+        fsync_dir(log_dir)
+        fault_point("after staging fsync")
     except BaseException:
         _discard_staging(staging)
         raise
@@ -812,14 +593,14 @@ def exchange_partition(
     except OSError as e:
         _discard_staging(staging)
         raise RepairError(f"renameat2(RENAME_EXCHANGE) failed ({e.strerror}); nothing changed", path=partition_dir) from None
-    _fault_point("after exchange")
-    _fsync_dir(log_dir)
-    _fault_point("after exchange fsync")
+    fault_point("after exchange")
+    fsync_dir(log_dir)
+    fault_point("after exchange fsync")
     # 6. the old state: every byte of it is in the partition dir (hard links) or in the backup
     _remove_staging(staging, fault=True)
-    _fault_point("after staging removal")
-    _fsync_dir(log_dir)
-    _fault_point("after log dir fsync")
+    fault_point("after staging removal")
+    fsync_dir(log_dir)
+    fault_point("after log dir fsync")
 
 
 # ----------------------------------------------------------------------------- targets
@@ -1032,7 +813,7 @@ def plan_reindex(
         ("timeindex", ".timeindex", new_time, TIME_ENTRY_SIZE),
     ):
         path = str(names.sibling(log_path, suffix))
-        old = _read_or_none(path)
+        old = read_or_none(path)
         if old is None:
             action = "create"
         elif old == data:
@@ -1044,14 +825,14 @@ def plan_reindex(
                 path, kind, action,
                 None if old is None else len(old), len(data),
                 None if old is None else len(old) // size, len(data) // size,
-                data, None if old is None else _sha256(old),
+                data, None if old is None else sha256_hex(old),
             )
         )
     txn = str(names.sibling(log_path, ".txnindex"))
     if ongoing is not None:
         # the aborted-transaction index, as recovery rebuilds it from the control batches (§9)
         data = encode_txn_index(aborted)
-        old = _read_or_none(txn)
+        old = read_or_none(txn)
         if old is None:
             action = "create" if data else None
         else:
@@ -1060,7 +841,7 @@ def plan_reindex(
             changes.append(FileChange(
                 txn, "txnindex", action, None if old is None else len(old), len(data),
                 None if old is None else len(old) // TXN_ENTRY_SIZE, len(data) // TXN_ENTRY_SIZE,
-                data, None if old is None else _sha256(old),
+                data, None if old is None else sha256_hex(old),
             ))
     prefix = os.path.basename(log_path).split(".", 1)[0]
     directory = os.path.dirname(log_path)
@@ -1205,8 +986,8 @@ def _check_reindex_plan(plan: ReindexPlan) -> None:
     if os.path.getsize(plan.log_path) != plan.log_size:
         raise RepairError("the segment changed since it was planned; run again", path=plan.log_path)
     for c in plan.changes:
-        now = _read_or_none(c.path)
-        if (None if now is None else _sha256(now)) != c.old_sha256 and c.action != "unchanged":
+        now = read_or_none(c.path)
+        if (None if now is None else sha256_hex(now)) != c.old_sha256 and c.action != "unchanged":
             raise RepairError("the file changed since it was planned; run again", path=c.path)
 
 
@@ -1254,7 +1035,7 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
     def save_originals() -> None:
         for path, data in todo:
             backup.save(path, data, reason)
-            _fault_point("after backup")
+            fault_point("after backup")
 
     if todo:
         why = exchange_unavailable(directory)
@@ -1284,18 +1065,18 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
                               journal_prefix=os.path.basename(plan.log_path).split(".", 1)[0])
         removed += _unlink_all(journals)  # only once every file is new: the journal marks an unfinished repair
         if temps or journals:
-            _fsync_dir(directory)
+            fsync_dir(directory)
     reports = []
     told: set[str] = set()
     for plan in plans:
         for c in plan.changes:
-            on_disk = _read_or_none(c.path)
+            on_disk = read_or_none(c.path)
             if on_disk != c.data:
                 raise RepairError(
                     "re-verification failed: the file on disk is not what was written",
                     path=c.path,
-                    expected=f"{c.new_size} bytes sha256 {_sha256(c.data)[:16]}",
-                    found="missing" if on_disk is None else f"{len(on_disk)} bytes sha256 {_sha256(on_disk)[:16]}",
+                    expected=f"{c.new_size} bytes sha256 {sha256_hex(c.data)[:16]}",
+                    found="missing" if on_disk is None else f"{len(on_disk)} bytes sha256 {sha256_hex(on_disk)[:16]}",
                 )
         before, after = logs_before[plan.log_path], os.stat(plan.log_path)
         if (after.st_ino, after.st_size, after.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):

@@ -36,10 +36,8 @@ state (plus temp files the next run deletes); after it, the next run completes t
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
-import shlex
 import shutil
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -48,15 +46,9 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.repair import (
     JOURNAL_SUFFIX,
     TEMP_SUFFIX,
-    Backup,
-    BackupEntry,
     ExchangeUnavailable,
     apply_locked,
     RepairError,
-    _fault_point,
-    _fsync_dir,
-    _read_or_none,
-    _sha256,
     _unlink_all,
     exchange_partition,
     exchange_unavailable,
@@ -65,6 +57,14 @@ from kafkatool.repair import (
     link_or_copy,
     remove_staging_dirs,
     walk_as_recovery,
+)
+from kafkatool.safety import (
+    COPY_CHUNK,
+    TruncateBackup,
+    fault_point,
+    fsync_dir,
+    read_or_none,
+    sha256_hex,
 )
 from kafkatool.segment import files as names
 from kafkatool.segment.checkpoint import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
@@ -91,7 +91,6 @@ __all__ = [
 TRUNCATE_JOURNAL = "kafkatool-truncate" + JOURNAL_SUFFIX
 """The partition-level journal: present between the commit point and the last rename/move."""
 _INT32_MAX = 2147483647
-_COPY_CHUNK = 1 << 20
 _SEGMENT_KINDS = (names.FileKind.LOG, names.FileKind.INDEX, names.FileKind.TIMEINDEX, names.FileKind.TXNINDEX)
 
 
@@ -312,10 +311,10 @@ def _leftovers(partition_dir: str) -> tuple[list[str], str | None]:
 
 
 def _small_rewrite(path: str, kind: str, data: bytes, detail: str) -> FileRewrite | None:
-    old = _read_or_none(path)
+    old = read_or_none(path)
     if old == data:
         return None
-    return FileRewrite(path, kind, None if old is None else len(old), None if old is None else _sha256(old), data, detail)
+    return FileRewrite(path, kind, None if old is None else len(old), None if old is None else sha256_hex(old), data, detail)
 
 
 def plan_truncate(
@@ -387,7 +386,7 @@ def plan_truncate(
                     p = os.path.join(partition_dir, n)
                     moves.append(FileMove(p, os.path.getsize(p), f"producer snapshot above the new log end {new_end}"))
         lec = os.path.join(partition_dir, names.LEADER_EPOCH_CHECKPOINT)
-        old = _read_or_none(lec)
+        old = read_or_none(lec)
         if old is not None:
             try:
                 entries = decode_leader_epoch_checkpoint(old, lec)
@@ -403,7 +402,7 @@ def plan_truncate(
         moved = {m.path for m in moves}
         for log in all_segments:
             txn = str(names.sibling(log, ".txnindex"))
-            data = _read_or_none(txn)
+            data = read_or_none(txn)
             if data is None or txn in moved:
                 continue
             try:
@@ -451,132 +450,6 @@ def plan_truncate_paths(
 # ----------------------------------------------------------------------------- the backup
 
 
-@dataclass
-class RangeEntry(BackupEntry):
-    """A removed byte range ``[start, end)`` of ``original_path`` (MANIFEST.json, action ``bytes-removed``)."""
-
-    start: int = 0
-    end: int = 0
-    original_size: int = 0
-    result_size: int = 0
-
-
-_SPLICE = r"""
-import hashlib, os, sys
-target, orig_size, new_size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-pieces = [(int(a), b) for a, b in zip(sys.argv[4::2], sys.argv[5::2])]
-size = os.path.getsize(target)
-if size == orig_size:
-    print("already restored: " + target); sys.exit(0)
-if size != new_size:
-    sys.exit("refusing: %s is %d bytes, expected the truncated %d" % (target, size, new_size))
-tmp = target + ".restore-tmp"
-with open(target, "rb") as src, open(tmp, "wb") as out:
-    for start, piece in pieces:
-        n = start - out.tell()
-        while n > 0:
-            b = src.read(min(n, 1 << 20)); out.write(b); n -= len(b)
-        with open(piece, "rb") as p:
-            while True:
-                b = p.read(1 << 20)
-                if not b: break
-                out.write(b)
-    while True:
-        b = src.read(1 << 20)
-        if not b: break
-        out.write(b)
-    out.flush(); os.fsync(out.fileno())
-if os.path.getsize(tmp) != orig_size:
-    os.unlink(tmp); sys.exit("refusing: the spliced file has the wrong size")
-os.replace(tmp, target)
-print("restored " + target)
-"""
-
-
-class TruncateBackup(Backup):
-    """A :class:`Backup` that also holds removed byte ranges and whole moved files.
-
-    ``RESTORE.txt`` is a shell script: it splices every ``.bytes`` range back into its
-    ``.log`` at its original position (a small embedded Python program), then copies the
-    rewritten and moved originals back. Running it twice is harmless.
-    """
-
-    def save_range(self, log_path: str, start: int, src, size: int, original_size: int, result_size: int, reason: str) -> RangeEntry:
-        """Copy ``size`` bytes of ``src`` (an open file of ``log_path``) from ``start`` into the
-        backup, streamed (memory stays flat), fsynced, and record where they came from."""
-        log_path = os.path.abspath(log_path)
-        d = self._ensure(os.path.basename(os.path.dirname(log_path)))
-        target = os.path.join(d, f"{os.path.basename(log_path)}.{start}-{start + size}.bytes")
-        n = 0
-        while os.path.exists(target):
-            n += 1
-            target = os.path.join(d, f"{os.path.basename(log_path)}.{start}-{start + size}.{n}.bytes")
-        digest = hashlib.sha256()
-        src.seek(start)
-        left = size
-        with open(target, "xb") as f:
-            while left > 0:
-                piece = src.read(min(left, _COPY_CHUNK))
-                if not piece:
-                    raise RepairError(f"{log_path}: the file ended while backing up bytes [{start}, {start + size})")
-                f.write(piece)
-                digest.update(piece)
-                left -= len(piece)
-            f.flush()
-            os.fsync(f.fileno())
-        _fsync_dir(d)
-        entry = RangeEntry(log_path, "bytes-removed", os.path.relpath(target, self.root), size, digest.hexdigest(),
-                           reason=reason, start=start, end=start + size, original_size=original_size,
-                           result_size=result_size)
-        self.entries.append(entry)
-        self._write_index()
-        return entry
-
-    def plan_move(self, path: str, reason: str) -> tuple[BackupEntry, str]:
-        """Record a file that will be moved into the backup; return the entry and its destination."""
-        path = os.path.abspath(path)
-        d = self._ensure(os.path.basename(os.path.dirname(path)))
-        target = os.path.join(d, os.path.basename(path))
-        n = 0
-        while os.path.exists(target) or any(e.backup_file == os.path.relpath(target, self.root) for e in self.entries):
-            n += 1
-            target = os.path.join(d, f"{os.path.basename(path)}.{n}")
-        entry = BackupEntry(path, "moved", os.path.relpath(target, self.root), os.path.getsize(path), None, reason=reason)
-        self.entries.append(entry)
-        self._write_index()
-        return entry, target
-
-    def restore_text(self) -> str:
-        q = shlex.quote
-        lines = [
-            "#!/bin/sh",
-            "# Put back what `kafkatool truncate` removed or replaced. Stop the broker first.",
-            "# Run it with: sh RESTORE.txt   (it is safe to run twice)",
-            "# 1. Every removed byte range of a .log goes back at its original position.",
-            "# 2. Every rewritten file is copied back; every file moved here is copied back.",
-            "# MANIFEST.json lists each range (start, end) and file with its size and sha256.",
-            "set -e",
-            "KAFKATOOL_SPLICE=" + q(_SPLICE),
-        ]
-        ranges: dict[str, list[RangeEntry]] = {}
-        for e in self.entries:
-            if isinstance(e, RangeEntry):
-                ranges.setdefault(e.original_path, []).append(e)
-        for path, rs in ranges.items():
-            rs.sort(key=lambda r: r.start)
-            args = " ".join(f"{r.start} {q(os.path.join(self.root, r.backup_file or ''))}" for r in rs)
-            lines.append(f'python3 -c "$KAFKATOOL_SPLICE" {q(path)} {rs[0].original_size} {rs[0].result_size} {args}')
-        for e in self.entries:
-            if isinstance(e, RangeEntry):
-                continue
-            if e.backup_file is not None:
-                src = q(os.path.join(self.root, e.backup_file))
-                lines.append(f"if [ -e {src} ]; then cp -p {src} {q(e.original_path)}; fi")
-            else:
-                lines.append(f"rm -f {q(e.original_path)}")
-        return "\n".join(lines) + "\n"
-
-
 # ----------------------------------------------------------------------------- apply
 
 
@@ -607,7 +480,7 @@ def _move(src: str, dst: str) -> None:
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, dst)
-        _fsync_dir(os.path.dirname(dst))
+        fsync_dir(os.path.dirname(dst))
         os.unlink(src)
 
 
@@ -621,10 +494,10 @@ def _roll_forward(journal_path: str) -> list[str]:
         tmp, target = os.path.join(directory, r["temp"]), os.path.join(directory, r["target"])
         if os.path.exists(tmp):
             os.replace(tmp, target)
-            _fault_point("after rename")
+            fault_point("after rename")
             done.append(target)
         elif not os.path.exists(target) or os.path.getsize(target) != r["size"] or (
-            r["sha256"] is not None and _sha256(_read_or_none(target) or b"") != r["sha256"]
+            r["sha256"] is not None and sha256_hex(read_or_none(target) or b"") != r["sha256"]
         ):
             raise RepairError("the journal names a temp file that is gone and the target is not the new file",
                               path=target)
@@ -635,15 +508,15 @@ def _roll_forward(journal_path: str) -> list[str]:
                 os.unlink(src)  # a cross-device copy finished before the crash
             else:
                 _move(src, m["dest"])
-            _fault_point("after move")
+            fault_point("after move")
             done.append(src)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     for d in {os.path.dirname(m["dest"]) for m in record["move"]}:
-        _fsync_dir(d)
-    _fault_point("after directory fsync")
+        fsync_dir(d)
+    fault_point("after directory fsync")
     os.unlink(journal_path)
-    _fsync_dir(directory)
-    _fault_point("after journal removal")
+    fsync_dir(directory)
+    fault_point("after journal removal")
     return done
 
 
@@ -651,7 +524,7 @@ def _copy_range(src, out, start: int, end: int) -> None:
     src.seek(start)
     n = end - start
     while n > 0:
-        b = src.read(min(n, _COPY_CHUNK))
+        b = src.read(min(n, COPY_CHUNK))
         if not b:
             raise RepairError("the segment shrank while it was being copied", path=getattr(src, "name", None))
         out.write(b)
@@ -668,9 +541,9 @@ def _write_temp(path: str, data: bytes | None = None, ranges: tuple[tuple[int, i
         else:
             out.write(data or b"")
         out.flush()
-        _fault_point("after temp write")
+        fault_point("after temp write")
         os.fsync(out.fileno())
-    _fault_point("after temp fsync")
+    fault_point("after temp fsync")
     return tmp
 
 
@@ -682,10 +555,10 @@ def _backup_everything(plan: TruncatePlan, backup: TruncateBackup) -> list[tuple
             for r in c.removed:
                 # streamed in chunks: a discarded tail can be most of a 2 GiB segment
                 backup.save_range(c.log_path, r.start, f, r.size, c.old_size, c.new_size, r.reason)
-                _fault_point("after backup")
+                fault_point("after backup")
     for r in plan.rewrites:
         backup.save(r.path, r.data, f"truncate: {r.kind} {r.detail}")
-        _fault_point("after backup")
+        fault_point("after backup")
     move_dests = []
     for m in plan.moves:
         _entry, dest = backup.plan_move(m.path, m.reason)
@@ -703,8 +576,8 @@ def _apply_by_exchange(plan: TruncatePlan, backup: TruncateBackup) -> None:
             # 1 GiB segment); anything else is copied, since a broker that started on the
             # old state would open its indexes writable and resize them
             link_or_copy(src, dest, link=src.endswith(".log"))
-            _fsync_dir(os.path.dirname(dest))
-            _fault_point("after backup")
+            fsync_dir(os.path.dirname(dest))
+            fault_point("after backup")
 
     def segment_log(path: str) -> str | None:
         if names.classify(path) in _SEGMENT_KINDS:
@@ -755,8 +628,8 @@ def apply_truncate(
         if st.st_size != c.old_size or st.st_mtime_ns != c.old_mtime_ns:
             raise RepairError("the segment changed since it was planned; run again", path=c.log_path)
     for r in plan.rewrites:
-        now = _read_or_none(r.path)
-        if (None if now is None else _sha256(now)) != r.old_sha256:
+        now = read_or_none(r.path)
+        if (None if now is None else sha256_hex(now)) != r.old_sha256:
             raise RepairError("the file changed since it was planned; run again", path=r.path)
     for m in plan.moves:
         if not os.path.exists(m.path):
@@ -764,7 +637,7 @@ def apply_truncate(
     if not (plan.cuts or plan.rewrites or plan.moves):
         gone = _unlink_all(plan.leftovers)  # temps of a run that never committed: the old state is intact
         if gone:
-            _fsync_dir(directory)
+            fsync_dir(directory)
         return TruncateReport(plan, (), (), tuple(removed_leftovers + gone), None, False, True)
     why = exchange_unavailable(directory)
     if why is None:
@@ -805,7 +678,7 @@ def _apply_by_journal(plan: TruncatePlan, backup: TruncateBackup, removed_leftov
         "backup_dir": backup.root,
         "replace": [
             {"temp": os.path.basename(t), "target": os.path.basename(p), "size": os.path.getsize(t),
-             "sha256": _sha256(_read_or_none(t) or b"") if os.path.getsize(t) < (64 << 20) else None}
+             "sha256": sha256_hex(read_or_none(t) or b"") if os.path.getsize(t) < (64 << 20) else None}
             for t, p in temps
         ],
         "move": [{"source": os.path.basename(s), "dest": d} for s, d in move_dests],
@@ -816,8 +689,8 @@ def _apply_by_journal(plan: TruncatePlan, backup: TruncateBackup, removed_leftov
         f.flush()
         os.fsync(f.fileno())
     os.replace(journal + TEMP_SUFFIX, journal)
-    _fsync_dir(directory)
-    _fault_point("after journal")
+    fsync_dir(directory)
+    fault_point("after journal")
     # 4. renames and moves, then the journal goes
     _roll_forward(journal)
 
@@ -839,7 +712,7 @@ def _verify(plan: TruncatePlan) -> None:
             raise RepairError("re-verification failed: wrong batch count", path=c.log_path,
                               expected=c.batches_kept, found=n)
     for r in plan.rewrites:
-        if _read_or_none(r.path) != r.data:
+        if read_or_none(r.path) != r.data:
             raise RepairError("re-verification failed: the file on disk is not what was written", path=r.path)
     for m in plan.moves:
         if os.path.exists(m.path):

@@ -1,7 +1,7 @@
 """The SIGKILL-at-every-step driver shared by the reindex and truncate crash tests.
 
 ``KAFKATOOL_FAULT_AT=n`` makes the n-th write step of an ``--execute`` run kill its own
-process with SIGKILL (kafkatool.repair._fault_point). The driver runs the command once per
+process with SIGKILL (kafkatool.safety.fault_point). The driver runs the command once per
 n on a fresh copy of the old state until a run gets through, and after each kill checks the
 promise of the whole-dir exchange: the partition dir is, file names and bytes, exactly the
 complete old state or exactly the complete new one, and the log dir holds nothing else but
@@ -41,7 +41,7 @@ def kafkatool(*args: str, fault_at: int | None = None, no_exchange: bool = False
     """Run the CLI in a forked child of the test process (the modules are already imported:
     milliseconds instead of a fresh interpreter per step); ``fault_at`` arms the SIGKILL.
     Returns the child's exit status (negative: killed by that signal) and its output."""
-    from kafkatool import repair
+    from kafkatool import safety
     from kafkatool.cli.main import main
 
     out_r, out_w = os.pipe()
@@ -61,7 +61,7 @@ def kafkatool(*args: str, fault_at: int | None = None, no_exchange: bool = False
                 os.environ["KAFKATOOL_FAULT_AT"] = str(fault_at)
             if no_exchange:
                 os.environ[NO_EXCHANGE_ENV] = "1"
-            repair._fault_count = 0
+            safety._fault_count = 0
             try:
                 main(list(args))
                 code = 0
