@@ -83,10 +83,9 @@ from kafkatool.safety import (  # re-exported: the safety layer lived here first
     write_durably,
 )
 
-try:  # the compiled indexing loop, when the optional extension was built with it
-    from kafkatool.record._speedups import index_v2 as _index_v2  # type: ignore
-except ImportError:  # pragma: no cover - depends on the build
-    _index_v2 = None
+from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
+
+(_index_v2,) = _compiled("index_v2")  # the compiled indexing loop, or None
 
 __all__ = [
     "RepairError",

@@ -42,10 +42,9 @@ from kafkatool.segment.walk import SCAN_BUFFER, CompiledScan, SegmentWalker, Wal
 # they are first needed: checking one .log needs neither, and start-up is a large share of
 # a short run.
 
-try:  # the compiled shallow scan, when the optional extension was built with it
-    from kafkatool.record._speedups import scan_fd as _scan_fd, scan_v2 as _scan_v2  # type: ignore
-except ImportError:  # pragma: no cover - depends on the build
-    _scan_v2 = _scan_fd = None
+from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
+
+_scan_fd, _scan_v2 = _compiled("scan_fd", "scan_v2")  # the compiled shallow scan, or None
 
 __all__ = ["KINDS", "INFO_KINDS", "Finding", "FileSummary", "VerifyOptions", "verify_paths", "expand_targets"]
 

@@ -220,10 +220,9 @@ def _slow_varlong(buf, i: int, end: int) -> tuple[int, int]:
     return (raw >> 1) ^ -(raw & 1), i
 
 
-try:  # the compiled decoder, when the optional extension was built
-    from kafkatool.record._speedups import decode_records as _fast_decode_records  # type: ignore
-except ImportError:  # pragma: no cover - depends on the build
-    _fast_decode_records = None
+from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
+
+(_fast_decode_records,) = _compiled("decode_records")  # the compiled decoder, or None
 
 _decode = _fast_decode_records or decode_records
 

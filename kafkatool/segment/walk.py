@@ -35,10 +35,9 @@ from kafkatool.record.v2 import HEADER as V2_HEADER
 
 __all__ = ["SegmentWalker", "CompiledScan", "WalkStop", "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH_BYTES"]
 
-try:  # the compiled window walk, when the optional extension was built with it
-    from kafkatool.record._speedups import walk_v2 as _fast_walk  # type: ignore
-except ImportError:  # pragma: no cover - depends on the build
-    _fast_walk = None
+from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
+
+(_fast_walk,) = _compiled("walk_v2")  # the compiled window walk, or None
 
 DEFAULT_WINDOW = 1 << 20  # small enough that CRC reads bytes still in L2 (PERF.md)
 DEFAULT_MAX_BATCH_BYTES = 256 << 20

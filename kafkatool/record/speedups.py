@@ -1,0 +1,59 @@
+"""The optional compiled accelerator (``kafkatool.record._speedups``), loaded in one place.
+
+Every module that has a compiled fast path asks :func:`functions` for it instead of importing
+the extension itself, so one switch turns them all off: with ``KAFKATOOL_PURE_PYTHON=1`` in the
+environment every module takes its pure-Python path, as on a machine where the extension did
+not build (how CI runs the differential tests without it). ``kafkatool --version`` reports
+:func:`status`.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+__all__ = ["ENV_VAR", "load", "functions", "status"]
+
+#: Set to a non-empty value other than ``0`` to ignore the compiled extension everywhere.
+ENV_VAR = "KAFKATOOL_PURE_PYTHON"
+
+_UNSET = object()
+_module: object = _UNSET
+_reason = ""
+
+
+def _disabled() -> bool:
+    return os.environ.get(ENV_VAR, "").strip() not in ("", "0")
+
+
+def load() -> ModuleType | None:
+    """The compiled module, or None when it is not built (or cannot load) or ``KAFKATOOL_PURE_PYTHON``
+    is set. Decided once per process: later changes of the environment do not switch paths."""
+    global _module, _reason
+    if _module is _UNSET:
+        if _disabled():
+            _module, _reason = None, f"disabled by {ENV_VAR}={os.environ[ENV_VAR]}"
+        else:
+            try:
+                from kafkatool.record import _speedups  # type: ignore[attr-defined]
+            except ImportError as e:  # not built (no compiler), or built for another Python
+                _module, _reason = None, f"not built ({e})"
+            else:
+                _module, _reason = _speedups, "built"
+    return _module  # type: ignore[return-value]
+
+
+def functions(*names: str) -> tuple:
+    """The compiled functions ``names``, in order; all None when the module is not in use or lacks
+    any of them (a stale build), so a caller never mixes a compiled and a pure-Python half."""
+    module = load()
+    found = tuple(getattr(module, n, None) for n in names)
+    if module is None or any(f is None for f in found):
+        return (None,) * len(names)
+    return found
+
+
+def status() -> tuple[bool, str]:
+    """``(in use, why)``: ``(True, "built")``, or False with what stopped it."""
+    module = load()
+    return module is not None, _reason
