@@ -1,15 +1,16 @@
-"""``kafkatool``: the top-level Click group and the process entry point."""
+"""``kafkatool``: the process entry point, the exit codes and the command table.
+
+This module imports nothing but the standard library modules every Python start-up has loaded
+already: Click, the group (:mod:`kafkatool.cli.group`) and the commands are imported inside
+:func:`main`, so a Ctrl-C at any point after the interpreter started ends with one line and exit
+status 130, never a traceback. ``cli`` is still importable from here (``from kafkatool.cli.main
+import cli``); it is loaded on first use.
+"""
 
 from __future__ import annotations
 
-import importlib
 import sys
-from collections.abc import MutableMapping
 from enum import IntEnum
-
-import click
-
-from kafkatool import __version__
 
 
 class ExitCode(IntEnum):
@@ -17,82 +18,70 @@ class ExitCode(IntEnum):
 
     OK = 0
     FINDINGS = 1
-    """dump: a file could not be fully dumped; verify: findings; repair dry run: changes needed."""
+    """dump: a file could not be fully dumped; verify: findings; reindex and truncate dry runs: changes needed."""
     USAGE = 2
-    """Bad usage or an I/O error before any work."""
+    """Bad usage, a refusal, or an I/O error before any work."""
     INTERNAL = 3
     """A kafkatool bug: an unexpected exception (reported in one line, never a traceback)."""
+    INTERRUPTED = 130
+    """Interrupted (Ctrl-C, SIGINT): one line on standard error, never a traceback; a command that was
+    changing files says in what state it left them."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="kafkatool")
-def cli() -> None:
-    """Offline tools for Apache Kafka log directories: dump, verify, reindex and truncate segments
-    without a JVM and without a running broker."""
+class Interrupted(BaseException):
+    """A Ctrl-C inside a command, carried past Click's handler to :func:`main`."""
 
 
-class _LazyCommands(MutableMapping):
-    """The group's commands, each module imported only when its command is looked up.
-
-    A run imports one subcommand's module, not all four: start-up time is part of every
-    measurement of a short run, and the repair commands' imports are not needed to dump.
-    """
-
-    def __init__(self, specs: dict[str, str]) -> None:
-        self._specs = dict(specs)  # name -> "module:attribute"
-        self._loaded: dict[str, click.Command] = {}
-
-    def __getitem__(self, name: str) -> click.Command:
-        if name not in self._loaded:
-            module, _, attribute = self._specs[name].partition(":")
-            self._loaded[name] = getattr(importlib.import_module(module), attribute)
-        return self._loaded[name]
-
-    def __setitem__(self, name: str, command: click.Command) -> None:
-        self._loaded[name] = command
-        self._specs.setdefault(name, "")
-
-    def __delitem__(self, name: str) -> None:
-        del self._specs[name]
-        self._loaded.pop(name, None)
-
-    def __iter__(self):
-        return iter(self._specs)
-
-    def __len__(self) -> int:
-        return len(self._specs)
+class BrokenPipe(BaseException):
+    """Standard output closed by its reader (``kafkatool dump X | head``), carried past Click's handler."""
 
 
-cli.commands = _LazyCommands(
-    {
-        "dump": "kafkatool.cli.dump:dump",
-        "reindex": "kafkatool.cli.reindex:reindex",
-        "truncate": "kafkatool.cli.truncate:truncate",
-        "verify": "kafkatool.cli.verify:verify",
-    }
-)
+#: The commands: name -> ``"module:attribute"``, each module imported only when its command is used.
+COMMANDS: dict[str, str] = {
+    "dump": "kafkatool.cli.dump:dump",
+    "reindex": "kafkatool.cli.reindex:reindex",
+    "truncate": "kafkatool.cli.truncate:truncate",
+    "verify": "kafkatool.cli.verify:verify",
+}
+
+
+def __getattr__(name: str):
+    # ``cli`` (the Click group) on first use, so that importing this module does not import Click.
+    if name == "cli":
+        from kafkatool.cli.group import cli
+
+        return cli
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
-    from kafkatool.errors import KafkaToolError
+    try:
+        import click
+
+        from kafkatool.cli.group import cli
+        from kafkatool.errors import KafkaToolError
+    except KeyboardInterrupt:
+        _interrupted()
+    except Exception as e:  # a dependency missing or broken: one line, not a traceback
+        sys.stderr.write(f"kafkatool: error: cannot start: {type(e).__name__}: {e}\n")
+        sys.exit(ExitCode.INTERNAL)
 
     try:
         cli.main(args=argv, prog_name="kafkatool", standalone_mode=False)
-    except click.exceptions.Abort:
-        sys.stderr.write("Aborted!\n")
-        sys.exit(ExitCode.FINDINGS)
+    except (Interrupted, KeyboardInterrupt, click.exceptions.Abort):  # Click turns a Ctrl-C while parsing into Abort
+        _interrupted()
     except click.ClickException as e:
         e.show()
         sys.exit(ExitCode.USAGE)
-    except BrokenPipeError:  # e.g. `kafkatool dump big.log | head`
+    except (BrokenPipe, BrokenPipeError):  # e.g. `kafkatool dump big.log | head`: quiet, as ripgrep is
         _quiet_stdout()
         sys.exit(ExitCode.OK)
     except KafkaToolError as e:
         sys.stderr.write(f"kafkatool: error: {e}\n")
         sys.exit(ExitCode.FINDINGS)
     except OSError as e:
-        sys.stderr.write(f"kafkatool: error: {e.filename or ''}: {e.strerror or e}\n")
+        sys.stderr.write(f"kafkatool: error: {_os_error_message(e, argv)}\n")
         sys.exit(ExitCode.USAGE)
     except Exception as e:  # a bug: one line, not a traceback
         sys.stderr.write(
@@ -100,6 +89,40 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(ExitCode.INTERNAL)
     sys.exit(ExitCode.OK)
+
+
+def _interrupted() -> None:
+    """Ctrl-C: one line, exit status 130 (128 + SIGINT, what a shell reports for a killed command)."""
+    try:
+        # on a terminal, off the line where it echoed ^C
+        sys.stderr.write(("\n" if sys.stderr.isatty() else "") + "kafkatool: interrupted\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    sys.exit(ExitCode.INTERRUPTED)
+
+
+def _os_error_message(e: OSError, argv: list[str] | None) -> str:
+    """``file: reason`` (``file -> other: reason`` for a rename or a link), or, when the system named
+    no file (a full disk found by a flush, a failed fsync), the reason and the command that met it."""
+    import os
+
+    reason = e.strerror or str(e)
+    names = [n for n in (e.filename, e.filename2) if n is not None]
+    if names:
+        return " -> ".join(_display(n) for n in names) + f": {reason}"
+    args = sys.argv[1:] if argv is None else argv
+    command = next((a for a in args if a in COMMANDS), None)
+    return f"{reason} (while running kafkatool {command})" if command else reason
+
+
+def _display(name: object) -> str:
+    """A file name as printable text: bytes that are not UTF-8 (Linux names are bytes) as ``\\xNN``."""
+    import os
+
+    if not isinstance(name, (str, bytes)):
+        return str(name)  # a file descriptor
+    return os.fsencode(name).decode("utf-8", "backslashreplace")
 
 
 def _quiet_stdout() -> None:
