@@ -353,6 +353,52 @@ def _decode_controls(records: list[Record]) -> list[Control]:
     return out
 
 
+_SHOW, _SKIP, _STOP = "show", "skip", "stop"
+
+
+def _legacy_verdict(batch: Batch, data, opts: DumpOptions, *, decode: bool) -> str:
+    """Whether a legacy (v0/v1) entry is inside --start/--end: ``_SHOW``, ``_SKIP`` or ``_STOP``.
+
+    An uncompressed entry is one message, its offset and timestamp in the header. A
+    wrapper's offset is its last inner offset, its timestamp the newest inner one (or, under
+    LogAppendTime, every inner one); its first offset and the other inner timestamps are
+    known only once decompressed. With ``decode`` (a shallow dump) a wrapper is decompressed
+    when --end-offset or --end-time needs it; without (a deep dump), the caller filters the
+    decoded records. A wrapper that does not decode is shown: its line is what a shallow
+    dump prints for it anyway.
+    """
+    so, eo, st, et = opts.start_offset, opts.end_offset, opts.start_time, opts.end_time
+    offset = batch.offset
+    ts = batch.max_timestamp
+    if not batch.attributes & 0x07:
+        if eo is not None and offset > eo:
+            return _STOP
+        if (so is not None and offset < so) or (st is not None and ts < st) or (et is not None and ts > et):
+            return _SKIP
+        return _SHOW
+    if (so is not None and offset < so) or (st is not None and ts < st):
+        return _SKIP
+    if not decode or (eo is None and et is None) or data is None:
+        return _SHOW
+    first = None
+    try:
+        for r in decode_batch_records(batch, data, max_decompressed=opts.max_decompressed):
+            if first is None:
+                first = r.offset
+            if (
+                (so is None or r.offset >= so)
+                and (eo is None or r.offset <= eo)
+                and (st is None or r.timestamp >= st)
+                and (et is None or r.timestamp <= et)
+            ):
+                return _SHOW
+    except KafkaToolError:
+        return _SHOW
+    if eo is not None and first is not None and first > eo:
+        return _STOP
+    return _SKIP
+
+
 def _seek_start(path: str, name: str, opts: DumpOptions) -> int:
     """File position to start at for --start-offset/--start-time, via the indexes (or 0)."""
     if opts.start_offset is None and opts.start_time is None:
@@ -424,6 +470,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
             # one-record batches does not pay a generator hop and a write per batch.
             pending: list[BatchItem] = []
             pending_records = 0
+            passed_end = False  # a legacy entry at or past --end-offset was seen: the next one is after it
             for batch, data in walker:
                 attrs = batch.attributes
                 if attrs & 0x07 > 4:
@@ -431,14 +478,24 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                     raise _unknown_codec(batch, display)
                 magic = batch.magic
                 if filtering:
-                    if eo is not None and batch.offset > eo and magic >= 2:
-                        break
-                    if so is not None and batch.last_offset < so:
-                        continue
-                    if st is not None and batch.max_timestamp < st:
-                        continue
-                    if et is not None and magic >= 2 and batch.base_timestamp > et and not batch.has_delete_horizon:
-                        continue
+                    if magic >= 2:
+                        if eo is not None and batch.offset > eo:
+                            break
+                        if so is not None and batch.last_offset < so:
+                            continue
+                        if st is not None and batch.max_timestamp < st:
+                            continue
+                        if et is not None and batch.base_timestamp > et and not batch.has_delete_horizon:
+                            continue
+                    else:
+                        if passed_end:
+                            break
+                        passed_end = eo is not None and batch.offset >= eo
+                        verdict = _legacy_verdict(batch, data, opts, decode=not deep)
+                        if verdict is _STOP:
+                            break
+                        if verdict is _SKIP:
+                            continue
                 records = None
                 controls = None
                 base_offset = batch.offset if magic >= 2 or not attrs & 0x07 else None
@@ -463,6 +520,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                         yield from _flush(pending)
                         raise e.at(display, batch.position) from None
                     if filtering:
+                        first_inner = records[0].offset if records and magic < 2 else None
                         records = [
                             r
                             for r in records
@@ -471,6 +529,11 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                             and (st is None or r.timestamp >= st)
                             and (et is None or r.timestamp <= et)
                         ]
+                        if magic < 2 and not records:
+                            # a legacy entry shows only for the records it holds in the range
+                            if eo is not None and first_inner is not None and first_inner > eo:
+                                break
+                            continue
                         if controls is not None and len(controls) != len(records):
                             controls = _decode_controls(records)
                     if records:
