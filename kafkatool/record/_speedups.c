@@ -1911,7 +1911,8 @@ ix_run(void *ctx, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long long 
             int index_now = 0;
             /* every condition under which Python would stop or raise: Python handles that batch */
             int python = computed[i] != be32u(e + 17)
-                || (!x->take_txn && (be16u(e + 21) & 0x10) != 0)
+                /* control batches always: recovery reads their marker (truncate's cut, spec 12.2) */
+                || (be16u(e + 21) & (x->take_txn ? 0x20 : 0x30)) != 0
                 || position - x->shift != x->valid
                 || __builtin_add_overflow(bo, (int64_t)lod, &lo)
                 || lo < x->base || lo - x->base > SCAN_INT32_MAX;
@@ -1975,8 +1976,8 @@ PyDoc_STRVAR(index_v2_doc,
 "index_v2(buf, pos, end, file_position, batch_type, state)\n--\n\n"
 "LogSegment.recover's indexing loop (spec 8.3, 12.2) over the complete v2 batches\n"
 "of ``buf[pos:end]``, without a Python object per batch.\n\n"
-"Each batch whose CRC-32C matches, that is not transactional (unless the state\n"
-"says to take those too), and that kafkatool.segment.index.IndexBuilder.add_batch\n"
+"Each batch whose CRC-32C matches, that is not a control batch nor transactional\n"
+"(unless the state says to take transactional data batches too), and that kafkatool.segment.index.IndexBuilder.add_batch\n"
 "would accept without an error is indexed here: ``state`` (a list, slots named in\n"
 "kafkatool.segment.index) is updated and the entries appended to its bytearrays.\n"
 "The walk stops after the first other batch and returns it, with the state as it\n"
