@@ -23,7 +23,6 @@ Checks (stable kind names in :data:`KINDS`):
 from __future__ import annotations
 
 import os
-import re
 from array import array
 import struct
 import time
@@ -37,6 +36,7 @@ from kafkatool.record.crc import crc32, crc32c
 from kafkatool.record.v2 import HEADER as V2_HEADER
 from kafkatool.segment import files as names
 from kafkatool.segment.walk import SCAN_BUFFER, CompiledScan, SegmentWalker, WalkStop
+from kafkatool.segment.zeros import zero_run_end, zero_run_end_in
 
 # Record decoding (control batches, --deep) and the side-file readers are imported where
 # they are first needed: checking one .log needs neither, and start-up is a large share of
@@ -622,13 +622,17 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
             break
         # the walk stopped short of the end: a bad region starts at pos
         region_kind, message = _stop_reason(walker, path, pos, size)
-        nxt = _resync(path, pos + 1, size)
+        # a zero run (a preallocated tail, gigabytes of it, often a hole) is passed at memory
+        # speed; no batch starts inside it: a batch's size field (bytes 8-11) is never zero
+        zeros_end = _zero_run_end(path, pos, size)
+        if zeros_end >= size:
+            scan.bad_regions.append((len(findings), scan.good))
+            findings.append(Finding(path, pos, size - pos, "trailing_zeros", f"{size - pos} zero bytes after the last batch (preallocated or never written)"))
+            break
+        nxt = _resync(path, max(pos + 1, zeros_end - 16), size)
         if nxt is None:
             scan.bad_regions.append((len(findings), scan.good))
-            tail = _read(path, pos, size - pos)
-            if not tail.strip(b"\x00"):
-                findings.append(Finding(path, pos, size - pos, "trailing_zeros", f"{size - pos} zero bytes after the last batch (preallocated or never written)"))
-            elif region_kind == "partial_batch" or size - pos <= 17:
+            if region_kind == "partial_batch" or size - pos <= 17:
                 kind = "trailing_bytes" if size - pos <= 17 else "partial_batch"
                 findings.append(Finding(path, pos, size - pos, kind, message))
             else:
@@ -806,7 +810,13 @@ def _read(path: str, pos: int, n: int) -> bytes:
         return f.read(n)
 
 
-_NONZERO = re.compile(rb"[^\x00]")
+def _zero_run_end(path: str, start: int, end: int) -> int:
+    """The first non-zero byte at or after ``start`` in ``path`` (``end`` if none)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return zero_run_end(fd, start, end)
+    finally:
+        os.close(fd)
 
 
 _RESYNC_MAX_BATCH = 256 << 20
@@ -882,11 +892,18 @@ def _resync(path: str, start: int, end: int, chunk: int = 1 << 20) -> int | None
                 size = int.from_bytes(buf[i + 8 : i + 12], "big", signed=True)
                 if size < RECORD_OVERHEAD_V0:
                     if size == 0 and buf[i] == 0:
-                        m = _NONZERO.search(buf, i)  # skip zero runs quickly
-                        if m is None:
-                            i = limit
+                        # a zero run: no entry starts inside it (its size field would be 0);
+                        # skip it at memory speed, across windows when it runs past this one
+                        z = zero_run_end_in(buf, i, n)
+                        if z == n:
+                            z = zero_run_end(f.fileno(), pos + n, end) - pos
+                            if pos + z >= end:
+                                return None
+                        skip_to = max(i + 1, z - 16)
+                        if skip_to >= limit:
+                            i = skip_to
                             break
-                        i = max(i + 1, m.start() - 16)
+                        i = skip_to
                         continue
                     i += 1
                     continue

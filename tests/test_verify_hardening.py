@@ -10,16 +10,50 @@ files written here), never taken from kafkatool's own output.
 from __future__ import annotations
 
 import os
+import time
+from pathlib import Path
 
 import pytest
 
-from kafkatool.segment import zeros
-from kafkatool.segment.zeros import zero_run_end
+import kafkatool.verify as verify_module
+from kafkatool.verify import FileSummary, Finding, VerifyOptions, verify_paths
+from test_verify import BATCH, INDEX, LOG, segment, v2, where
 
 MIB = 1 << 20
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(params=["compiled", "python"])
+def scan(request, monkeypatch):
+    """Run a test with the compiled shallow scan, and with the pure-Python one."""
+    if request.param == "python":
+        monkeypatch.setattr(verify_module, "_scan_v2", None)
+    elif verify_module._scan_v2 is None:
+        pytest.skip("the compiled extension is not built")
+    return request.param
+
+
+def findings(*paths, **opts) -> list[Finding]:
+    return [i for i in verify_paths([str(p) for p in paths], VerifyOptions(**opts)) if isinstance(i, Finding)]
+
+
+def partition(root: Path, files: dict[str, bytes], name: str = "t-0") -> Path:
+    d = root / name
+    d.mkdir(parents=True, exist_ok=True)
+    for n, data in files.items():
+        (d / n).write_bytes(data)
+    return d
 
 
 # --------------------------------------------------------------------------- zero_run_end
+# (imported here, not at the top: the verify tests below also run against the code from
+# before issue 9, which has no segment.zeros)
+
+
+def zero_run_end(fd: int, start: int, end: int) -> int:
+    from kafkatool.segment.zeros import zero_run_end as real
+
+    return real(fd, start, end)
 
 
 def _file(tmp_path, size: int, nonzero: dict[int, int] | None = None, sparse: bool = True):
@@ -128,11 +162,40 @@ def test_zero_run_end_is_fast_on_a_large_hole(tmp_path):
         os.close(fd)
 
 
+def test_zero_run_end_leaves_the_file_offset_alone(tmp_path):
+    # verify's resync reads through a buffered file object over the same descriptor
+    p = _file(tmp_path, 3 * MIB, {2 * MIB: 9})
+    with open(p, "rb") as f:
+        f.seek(123)
+        assert zero_run_end(f.fileno(), 0, 3 * MIB) == 2 * MIB
+        assert f.tell() == 123 and os.lseek(f.fileno(), 0, os.SEEK_CUR) == 123
+        f.seek(2 * MIB)
+        assert f.read(1) == b"\x09"
+
+
+@pytest.mark.parametrize("at", [0, 1, 63, 64, 65, 191, 192, 4095, 4096, 9999])
+def test_zero_run_end_in_a_buffer(at):
+    from kafkatool.segment.zeros import zero_run_end_in
+
+    buf = bytearray(10000)
+    buf[at] = 0x42
+    assert zero_run_end_in(buf, 0, 10000) == at
+    assert zero_run_end_in(memoryview(buf), 0, 10000) == at
+    assert zero_run_end_in(bytes(buf), 0, at) == at  # the end is exclusive
+    assert zero_run_end_in(buf, at, 10000) == at
+    assert zero_run_end_in(buf, at + 1, 10000) == 10000
+    assert zero_run_end_in(buf, 10000, 10000) == 10000
+
+
 def test_zero_run_end_chunk_is_one_mib():
+    from kafkatool.segment import zeros
+
     assert zeros.CHUNK == MIB
 
 
 def test_zero_run_end_without_seek_data(tmp_path, monkeypatch):
+    from kafkatool.segment import zeros
+
     # a platform or file system without SEEK_DATA reads everything: same answers
     monkeypatch.setattr(zeros, "_SEEK_DATA", None)
     p = _file(tmp_path, 3 * MIB, {MIB: 1})
@@ -143,3 +206,80 @@ def test_zero_run_end_without_seek_data(tmp_path, monkeypatch):
         assert zero_run_end(fd, MIB + 1, 5 * MIB) == 3 * MIB
     finally:
         os.close(fd)
+
+
+# --------------------------------------------------------------------------- verify over zero runs
+
+HEALTHY = b"".join(segment())  # five batches of 109 bytes: 545 bytes, offsets 0-14
+assert len(HEALTHY) == 5 * BATCH == 545
+
+
+def test_a_2gib_sparse_preallocated_tail_is_verified_in_under_2s(tmp_path, scan):
+    # log.preallocate=true after an unclean shutdown: the segment keeps its full size, the
+    # tail a hole; before issue 9 verify took ~17-26 s (and read the whole tail into memory)
+    d = partition(tmp_path, {INDEX: b""})
+    size = 2 << 30
+    with open(d / LOG, "wb") as f:
+        f.write(HEALTHY)
+        f.truncate(size)
+    t = time.monotonic()
+    got = findings(d)
+    took = time.monotonic() - t
+    assert where(got) == [("trailing_zeros", 545, size - 545)]
+    assert got[0].message == f"{size - 545} zero bytes after the last batch (preallocated or never written)"
+    assert got[0].batches_after == 0
+    assert took < 2.0, took
+
+
+def test_a_64mib_written_zero_tail_at_memory_speed(tmp_path, scan):
+    d = partition(tmp_path, {INDEX: b"", LOG: HEALTHY + bytes(64 * MIB)})
+    t = time.monotonic()
+    got = findings(d)
+    took = time.monotonic() - t
+    assert where(got) == [("trailing_zeros", 545, 64 * MIB)]
+    assert took < 0.15, took  # ~0.01 s; 0.32 s before issue 9
+
+
+def test_a_64mib_zero_gap_between_batches(tmp_path, scan):
+    # zeros in the middle, then valid batches: one bad region, exactly the zeros, and the
+    # batches after it are checked and counted
+    later = b"".join(segment(3, first=15))
+    d = partition(tmp_path, {INDEX: b"", LOG: HEALTHY + bytes(64 * MIB) + later})
+    t = time.monotonic()
+    got = findings(d)
+    took = time.monotonic() - t
+    assert where(got) == [("invalid_size", 545, 64 * MIB)]
+    assert got[0].batches_after == 3
+    assert got[0].message.endswith(f"; {64 * MIB} unreadable bytes before the next valid batch at {545 + 64 * MIB}")
+    assert took < 0.3, took
+
+
+@pytest.mark.parametrize("gap", [1, 15, 16, 17, 4096, MIB - 1, MIB, MIB + 1])
+def test_a_zero_gap_before_a_batch_whose_first_nonzero_byte_is_at_11(tmp_path, scan, gap):
+    # a batch at offset 0 of under 256 bytes: bytes 0-10 are zero, byte 11 (the low byte of
+    # its size field) is the first non-zero one: the resync must still find it at `gap`
+    first = v2(0)
+    assert first[:11] == bytes(11) and first[11] != 0
+    d = partition(tmp_path, {INDEX: b"", LOG: bytes(gap) + first + b"".join(segment(2, first=3))})
+    got = findings(d)
+    assert where(got) == [("invalid_size", 0, gap)]
+    assert got[0].batches_after == 3
+
+
+def test_a_zero_tail_with_jobs(tmp_path, scan):
+    # --jobs splits a large segment at resync points; inside a zero tail there are none
+    d = partition(tmp_path, {INDEX: b""})
+    size = 256 * MIB
+    with open(d / LOG, "wb") as f:
+        f.write(HEALTHY * 1)
+        f.truncate(size)
+    assert where(findings(d, workers=2)) == [("trailing_zeros", 545, size - 545)]
+
+
+def test_zeros_then_garbage_is_not_trailing_zeros(tmp_path, scan):
+    # a zero run followed by a non-zero byte is not a zero tail: the last byte counts
+    d = partition(tmp_path, {INDEX: b"", LOG: HEALTHY + bytes(2 * MIB) + b"\x01"})
+    got = findings(d)
+    assert [(f.kind, f.position, f.length) for f in got] == [("invalid_size", 545, 2 * MIB + 1)]
+    d2 = partition(tmp_path, {INDEX: b"", LOG: HEALTHY + bytes(5) + b"\x01"}, name="t-1")
+    assert where(findings(d2)) == [("trailing_bytes", 545, 6)]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import os
 
-__all__ = ["zero_run_end", "CHUNK"]
+__all__ = ["zero_run_end", "zero_run_end_in", "CHUNK"]
 
 #: Bytes read and compared at a time.
 CHUNK = 1 << 20
@@ -34,13 +34,45 @@ def _next_data(fd: int, pos: int, end: int) -> int:
     return min(data, end)
 
 
+def zero_run_end_in(buf, start: int, end: int) -> int:
+    """The index of the first non-zero byte of ``buf[start:end]``, or ``end`` if none.
+
+    The cost grows with the length of the zero run, not with ``end - start``: the run is
+    compared in windows that double from 64 bytes, so a scan that meets many short runs
+    (a size field of zero in random bytes) pays little for each.
+    """
+    zeros = _ZEROS
+    pos = start
+    step = 64
+    while pos < end:
+        stop = min(end, pos + step)
+        piece = bytes(buf[pos:stop])
+        if piece != zeros[: len(piece)]:
+            return pos + len(piece) - len(piece.lstrip(b"\0"))
+        pos = stop
+        step = min(step * 2, CHUNK)
+    return end
+
+
 def zero_run_end(fd: int, start: int, end: int) -> int:
     """The position of the first non-zero byte in ``[start, end)`` of ``fd``, or ``end`` if none.
 
     Holes of a sparse file are skipped without reading (``SEEK_DATA``); data is read with
-    ``pread`` (the file offset of ``fd`` is not used) in :data:`CHUNK`-sized pieces. A file
-    that ends before ``end`` ends the run at its size.
+    ``pread`` in :data:`CHUNK`-sized pieces. The file offset of ``fd`` is left as it was (a
+    buffered file object over ``fd`` stays usable). A file that ends before ``end`` ends
+    the run at its size.
     """
+    if start >= end:
+        return end
+    saved = os.lseek(fd, 0, os.SEEK_CUR) if _SEEK_DATA is not None else None
+    try:
+        return _run_end(fd, start, end)
+    finally:
+        if saved is not None:
+            os.lseek(fd, saved, os.SEEK_SET)
+
+
+def _run_end(fd: int, start: int, end: int) -> int:
     pos = start
     zeros = _ZEROS
     pread = os.pread
