@@ -793,10 +793,16 @@ def walk_as_recovery(
     take_transactional: bool = True,
     check: Callable[[Batch], str | None] | None = None,
     on_batch: Callable[[Batch, object], None] | None = None,
+    stop_after: Callable[[Batch, object], str | None] | None = None,
+    on_refuse: Callable[[Batch, IndexAppendError | None], None] | None = None,
 ) -> tuple[SegmentWalker, int, int | None, int | None, tuple[int, str] | None]:
     """``LogSegment.recover``'s loop (§12.2) from ``start``, feeding ``builder``: the batches
     go to its layout back to back after what it holds. Stops at the first batch recovery
-    refuses: a CRC mismatch, ``check(batch)`` returning a reason, or one the index refuses.
+    refuses: a CRC mismatch, ``check(batch)`` returning a reason, or one the index refuses
+    (``on_refuse(batch, index error or None)`` is then called). ``stop_after(batch, data)``
+    returning a reason stops the walk right after that batch, which is kept: recovery has
+    already counted a batch whose producer-state update throws (a malformed transaction
+    marker, §12.2 step 3); the bad position is then where the next batch starts.
 
     Every batch that needs nothing more is indexed by the compiled loop
     (``_speedups.index_v2``) when it is built; the others are handled here, with the loop's
@@ -825,13 +831,17 @@ def walk_as_recovery(
                 reason = f"{log_path}:{position}: batch CRC mismatch (expected {crc}, found {computed})"
             else:
                 reason = None if check is None else check(batch)
+            index_error = None
             if reason is None:
                 try:
                     builder.add_batch(position - shift, size, offset + lod, mts)
                 except IndexAppendError as e:  # the builder is left as it was
                     reason = f"{log_path}:{position}: {e.message}"
+                    index_error = e
             if reason is not None:
                 bad = (position, reason)
+                if on_refuse is not None:
+                    on_refuse(batch, index_error)
                 break
             batches += 1
             if first is None:
@@ -839,6 +849,9 @@ def walk_as_recovery(
             last = offset + lod
             if on_batch is not None:
                 on_batch(batch, data)
+            if stop_after is not None and (reason := stop_after(batch, data)) is not None:
+                bad = (position + size, reason)
+                break
             if st is not None:
                 builder.store_scan_state(st)
                 st[IX_BATCHES:IX_SHIFT] = batches, first, last
