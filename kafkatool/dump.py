@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
@@ -198,6 +199,81 @@ def _located(err: KafkaToolError, path: str, base: int = 0) -> KafkaToolError:
     return err.at(path, base)
 
 
+class NothingToDump(KafkaToolError):
+    """A target that holds nothing kafkatool dumps (an empty dir, /etc): a usage error, before any output."""
+
+
+_FILE_TYPES = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_regular(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO", ...), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _FILE_TYPES if test(mode)), "not a regular file")
+
+
+def _io_error(e: OSError, path: str, why: str = "") -> KafkaToolError:
+    """An OSError as a one-line error naming the file that could not be read (not the one being dumped)."""
+    failed = os.fsdecode(e.filename) if isinstance(e.filename, (str, bytes)) else path
+    return KafkaToolError(f"cannot read file: {e.strerror or e}{why}", path=normalize_display_path(failed))
+
+
+def check_regular(path: str, why: str = "") -> None:
+    """Refuse anything but a regular file before it is opened: a FIFO named ``*.log`` would block."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise _io_error(e, path, why) from None
+    what = _not_regular(mode)
+    if what is not None:
+        raise KafkaToolError(
+            f"is {what}, not a regular file: refusing to read it (it could block or never end){why}",
+            path=normalize_display_path(path),
+        )
+
+
+def open_regular(path: str, why: str = ""):
+    """``path`` opened for reading (unbuffered), refused unless it is a regular file.
+
+    The file is opened with O_NONBLOCK (no effect on a regular file), so that a FIFO put in
+    its place after :func:`check_regular` still cannot block the open; fstat then refuses it.
+    """
+    check_regular(path, why)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise _io_error(e, path, why) from None
+    try:
+        what = _not_regular(os.fstat(fd).st_mode)
+        if what is not None:
+            raise KafkaToolError(
+                f"is {what}, not a regular file: refusing to read it (it could block or never end){why}",
+                path=normalize_display_path(path),
+            )
+        f = os.fdopen(fd, "rb", buffering=0)
+        f.name = path  # type: ignore[misc]  # not the descriptor: the walker names it in errors
+        return f
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_regular(path: str, why: str = "") -> bytes:
+    """The whole content of a regular file (see :func:`open_regular`)."""
+    with open_regular(path, why) as f:
+        try:
+            return f.read()
+        except OSError as e:
+            raise _io_error(e, path, why) from None
+
+
 @dataclass
 class _RunState:
     opts: DumpOptions
@@ -222,25 +298,89 @@ def _dump_order(name: str) -> tuple:
     return (2, 0, 0, name)
 
 
-def expand_paths(paths: list[str]) -> list[str]:
+def expand_paths(paths: list[str]) -> list[str | FileError]:
     """A directory becomes its dumpable files, in segment order; a log dir also its partition dirs.
 
     Files given by name are kept as given (and dumped even when kafkatool would skip them
-    in a directory listing, like kafka-dump-log).
+    in a directory listing, like kafka-dump-log). A directory given that holds nothing
+    dumpable, but whose subdirectories are log dirs (``/var/lib/kafka`` over ``data-1``,
+    ``data-2``), stands for those log dirs. A partition dir that cannot be listed becomes a
+    :class:`FileError` in its place, and the others are still dumped.
+
+    Raises :class:`NothingToDump` for a directory given with nothing Kafka in it, and
+    :class:`KafkaToolError` for one that cannot be listed: both before any output.
     """
-    out: list[str] = []
+    out: list[str | FileError] = []
     for p in paths:
         if p and os.path.isdir(p):
-            entries = sorted(os.listdir(p))
-            files = [n for n in entries if os.path.isfile(os.path.join(p, n)) and names.classify(n) not in _NOT_DUMPED]
-            out.extend(os.path.join(p, n) for n in sorted(files, key=_dump_order))
-            for n in entries:
-                sub = os.path.join(p, n)
-                if os.path.isdir(sub) and names.parse_partition_dir(n) is not None:
-                    out.extend(expand_paths([sub]))
+            try:
+                found = _expand_dir(p, out)
+            except OSError as e:
+                raise _dir_error(e, p) from None
+            if not found:
+                for sub in _log_dirs_under(p):
+                    try:
+                        found = _expand_dir(sub, out) or found
+                    except OSError as e:
+                        out.append(FileError(sub, _dir_error(e, sub)))
+                        found = True
+                if not found:
+                    raise NothingToDump(
+                        "nothing Kafka here: no segment, index, snapshot or checkpoint files, no partition "
+                        "directories and no log dirs below it",
+                        path=normalize_display_path(p),
+                    )
         else:
             out.append(p)
     return out
+
+
+def _dir_error(e: OSError, path: str) -> KafkaToolError:
+    return KafkaToolError(f"cannot read directory: {e.strerror or e}", path=normalize_display_path(path))
+
+
+def _expand_dir(p: str, out: list) -> bool:
+    """Append the dumpable files of directory ``p`` and of its partition dirs; whether there was any."""
+    before = len(out)
+    entries = sorted(os.listdir(p))
+    files = []
+    subdirs = []
+    for n in entries:
+        full = os.path.join(p, n)
+        if os.path.isdir(full):
+            if names.parse_partition_dir(n) is not None:
+                subdirs.append(full)
+        elif names.classify(n) not in _NOT_DUMPED:
+            files.append(n)  # FIFOs and devices too: dump refuses them by name, it does not skip them
+    out.extend(os.path.join(p, n) for n in sorted(files, key=_dump_order))
+    for sub in subdirs:
+        try:
+            _expand_dir(sub, out)
+        except OSError as e:
+            out.append(FileError(sub, _dir_error(e, sub)))
+    return len(out) > before
+
+
+def _log_dirs_under(p: str) -> list[str]:
+    """The subdirectories of ``p`` that are log dirs (a ``meta.properties``, or partition dirs in them)."""
+    found = []
+    try:
+        entries = sorted(os.listdir(p))
+    except OSError:
+        return []
+    for n in entries:
+        sub = os.path.join(p, n)
+        if not os.path.isdir(sub):
+            continue
+        try:
+            inner = os.listdir(sub)
+        except OSError:
+            continue
+        if "meta.properties" in inner or any(
+            names.parse_partition_dir(m) is not None and os.path.isdir(os.path.join(sub, m)) for m in inner
+        ):
+            found.append(sub)
+    return found
 
 
 _NOT_DUMPED = {
@@ -253,10 +393,14 @@ _NOT_DUMPED = {
 }
 
 
-def iter_dump(paths: list[str], opts: DumpOptions) -> Iterator[object]:
-    """Dump every path in order, then yield the end-of-run summaries (spec §15.9)."""
+def iter_dump(targets: list[str | FileError], opts: DumpOptions) -> Iterator[object]:
+    """Dump every target of :func:`expand_paths` in order, then yield the end-of-run summaries (spec §15.9)."""
     state = _RunState(opts)
-    for path in expand_paths(paths):
+    for path in targets:
+        if type(path) is FileError:
+            state.errors += 1
+            yield path
+            continue
         try:
             yield from _dump_one(path, state)
         except KafkaToolError as e:
@@ -264,7 +408,7 @@ def iter_dump(paths: list[str], opts: DumpOptions) -> Iterator[object]:
             yield FileError(path, e if e.path else e.at(normalize_display_path(path)))
         except OSError as e:
             state.errors += 1
-            yield FileError(path, KafkaToolError(f"cannot read file: {e.strerror or e}", path=normalize_display_path(path)))
+            yield FileError(path, _io_error(e, path))
     yield from state.index_mismatches
     yield from state.ts_mismatch
     yield from state.ts_out_of_order
@@ -399,27 +543,26 @@ def _legacy_verdict(batch: Batch, data, opts: DumpOptions, *, decode: bool) -> s
     return _SKIP
 
 
-def _seek_start(path: str, name: str, opts: DumpOptions) -> int:
+def _seek_start(path: str, name: str, opts: DumpOptions, size: int) -> int:
     """File position to start at for --start-offset/--start-time, via the indexes (or 0)."""
     if opts.start_offset is None and opts.start_time is None:
         return 0
     try:
         base = names.parse_base_offset(name)
-        index_path = names.sibling(path, ".index")
-        oindex = idx.read_offset_index(index_path, base)
+        oindex = idx.decode_offset_index(read_regular(names.sibling(path, ".index")), base)
         idx.sanity_check_offset_index(oindex)
         target = opts.start_offset
         if opts.start_time is not None:
-            tindex = idx.read_time_index(names.sibling(path, ".timeindex"), base)
+            tindex = idx.decode_time_index(read_regular(names.sibling(path, ".timeindex")), base)
             idx.sanity_check_time_index(tindex)
             _ts, toff = tindex.lookup(opts.start_time)
             target = toff if target is None else max(target, toff)
         _off, position = oindex.lookup(target)
-        if position > os.path.getsize(path):
+        if position > size:
             return 0
         return position
     except (KafkaToolError, OSError):
-        return 0  # no usable index: scan from the start
+        return 0  # no usable index (missing, unreadable, not a regular file, insane): scan from the start
 
 
 def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[object]:
@@ -440,7 +583,9 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
         yield FileHeader(display, "log", second)
     if opts.max_bytes < 0:
         raise KafkaToolError(f"Invalid size: {opts.max_bytes} in read from FileRecords", path=display)
-    start = _seek_start(path, name, opts)
+    log_file = open_regular(path)
+    size = os.fstat(log_file.fileno()).st_size
+    start = _seek_start(path, name, opts, size)
     deep = opts.deep
     want_controls = deep and not opts.skip_record_metadata
     so, eo, st, et = opts.start_offset, opts.end_offset, opts.start_time, opts.end_time
@@ -448,8 +593,8 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
     pairs: list[tuple[int, int]] = []
     prev: int | None = None
     max_dec = opts.max_decompressed
-    walker = SegmentWalker(path, start=start, end=min(os.path.getsize(path), opts.max_bytes), path=display)
-    with walker:
+    walker = SegmentWalker(log_file, start=start, end=min(size, opts.max_bytes), path=display)
+    with log_file, walker:
         if not deep and not filtering:
             # The batch-lines-only fast path: batches go out in chunks, so that the
             # per-batch cost is the walk and one formatted line (PERF.md lesson 3).
@@ -574,7 +719,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
 
 def _sibling_log(path: str, display: str) -> str:
     log_path = str(names.sibling(path, ".log"))
-    if not os.path.isfile(log_path):
+    if not os.path.lexists(log_path):
         raise KafkaToolError(
             f"the segment file {normalize_display_path(str(log_path))} is missing; an index can only be checked against its log",
             path=display,
@@ -582,29 +727,32 @@ def _sibling_log(path: str, display: str) -> str:
     return log_path
 
 
-def _first_batch_at(log_path: str, position: int, max_size: int, display: str) -> tuple[Batch, memoryview | None] | None:
-    size = os.path.getsize(log_path)
+def _first_batch_at(log_file, size: int, position: int, max_size: int, display: str) -> tuple[Batch, memoryview | None] | None:
     if position > size:
         raise KafkaToolError(
             f"index entry points past the end of the log (position {position}, log size {size})",
             path=display,
         )
-    walker = SegmentWalker(log_path, start=position, end=min(size, position + max_size))
-    with walker:
-        for batch, data in walker:
-            return batch, (bytes(data) if data is not None else None)
+    walker = SegmentWalker(log_file, start=position, end=min(size, position + max_size), path=log_file.name)
+    for batch, data in walker:
+        return batch, (bytes(data) if data is not None else None)
     if walker.error is not None:
         raise walker.error
     return None
+
+
+def _open_log_for(log_path: str, display: str):
+    """The segment an index is checked against, opened (errors name the segment, not the index)."""
+    f = open_regular(log_path, f" (needed to check {display})")
+    f.name = normalize_display_path(log_path)  # type: ignore[misc]  # for error messages
+    return f
 
 
 def _dump_index(path: str, display: str, name: str, state: _RunState) -> Iterator[object]:
     opts = state.opts
     base = names.parse_base_offset(name)
     log_path = _sibling_log(path, display)
-    if not os.path.isfile(path):
-        raise KafkaToolError("index file does not exist", path=display)
-    index = idx.read_offset_index(path, base)
+    index = idx.decode_offset_index(read_regular(path), base, path)
     if index.entry_count == 0:
         yield Note(display, f"{display} is empty.", kind="empty")
         return
@@ -616,21 +764,22 @@ def _dump_index(path: str, display: str, name: str, state: _RunState) -> Iterato
         yield Note(display, f"{display} passed sanity check.", kind="sanity_ok")
         return
     mismatches: list[tuple[int, int]] = []
-    log_size = os.path.getsize(log_path)
-    for i, (offset, position) in enumerate(index.iter_dump_entries()):
-        found = _first_batch_at(log_path, position, opts.max_message_size, display)
-        if found is None:
-            raise KafkaToolError(
-                f"no complete batch at log position {position} within --max-message-size {opts.max_message_size}"
-                + (" (position is at the end of the log)" if position == log_size else ""),
-                path=display,
-                position=i * 8,
-            )
-        batch, _data = found
-        if batch.last_offset != offset:
-            mismatches.append((offset, batch.last_offset))
-        if not opts.verify_index_only:
-            yield IndexEntryItem(display, offset, position)
+    with _open_log_for(log_path, display) as log_file:
+        log_size = os.fstat(log_file.fileno()).st_size
+        for i, (offset, position) in enumerate(index.iter_dump_entries()):
+            found = _first_batch_at(log_file, log_size, position, opts.max_message_size, display)
+            if found is None:
+                raise KafkaToolError(
+                    f"no complete batch at log position {position} within --max-message-size {opts.max_message_size}"
+                    + (" (position is at the end of the log)" if position == log_size else ""),
+                    path=display,
+                    position=i * 8,
+                )
+            batch, _data = found
+            if batch.last_offset != offset:
+                mismatches.append((offset, batch.last_offset))
+            if not opts.verify_index_only:
+                yield IndexEntryItem(display, offset, position)
     if mismatches:
         state.index_mismatches.append(IndexMismatches(absolute_path(path), mismatches[::-1]))
 
@@ -644,16 +793,7 @@ def _dump_time_index(path: str, display: str, name: str, state: _RunState) -> It
     opts = state.opts
     base = names.parse_base_offset(name)
     log_path = _sibling_log(path, display)
-    index_path = str(names.sibling(path, ".index"))
-    if not os.path.isfile(index_path):
-        raise KafkaToolError(
-            f"the offset index {normalize_display_path(str(index_path))} is missing; kafka-dump-log would create it, kafkatool does not",
-            path=display,
-        )
-    if not os.path.isfile(path):
-        raise KafkaToolError("time index file does not exist", path=display)
-    oindex = idx.read_offset_index(index_path, base)
-    tindex = idx.read_time_index(path, base)
+    tindex = idx.decode_time_index(read_regular(path), base, path)
     if opts.index_sanity_check:
         try:
             idx.sanity_check_time_index(tindex, path=absolute_path(path))
@@ -661,18 +801,35 @@ def _dump_time_index(path: str, display: str, name: str, state: _RunState) -> It
             raise e.at(display, 0) if e.path is None else e
         yield Note(display, f"{display} passed sanity check.", kind="sanity_ok")
         return
+    index_path = str(names.sibling(path, ".index"))
+    if not os.path.lexists(index_path):
+        # kafka-dump-log creates an empty .index here (a write, §17.E.46); kafkatool creates
+        # nothing, prints the entries and says that they were not checked.
+        yield Note(
+            display,
+            f"kafkatool: warning: {display}: the offset index {normalize_display_path(index_path)} is missing, so the "
+            "check of these entries against the offset index and the log was skipped (kafka-dump-log would create "
+            "an empty one)",
+            stderr=True,
+            kind="warning",
+        )
+        if not opts.verify_index_only:
+            for ts, offset in tindex.iter_dump_entries():
+                yield TimeIndexEntryItem(display, ts, offset)
+        return
+    oindex = idx.decode_offset_index(read_regular(index_path, f" (needed to check {display})"), base, index_path)
     mismatch: list[tuple[int, int]] = []
     out_of_order: list[tuple[int, int]] = []
     not_found: list[tuple[int, int]] = []
     prev_ts = -1
-    log_size = os.path.getsize(log_path)
-    for ts, offset in tindex.iter_dump_entries():
-        _o, position = oindex.lookup(offset)
-        found_batch = None
-        found_data = None
-        if position <= log_size:
-            walker = SegmentWalker(log_path, start=position)
-            with walker:
+    with _open_log_for(log_path, display) as log_file:
+        log_size = os.fstat(log_file.fileno()).st_size
+        for ts, offset in tindex.iter_dump_entries():
+            _o, position = oindex.lookup(offset)
+            found_batch = None
+            found_data = None
+            if position <= log_size:
+                walker = SegmentWalker(log_file, start=position, path=log_file.name)
                 for batch, data in walker:
                     if batch.last_offset >= offset:
                         found_batch, found_data = batch, data
@@ -694,11 +851,11 @@ def _dump_time_index(path: str, display: str, name: str, state: _RunState) -> It
                         mismatch.append((ts, log_ts))
                     if prev_ts >= ts:
                         out_of_order.append((ts, prev_ts))
-        else:
-            not_found.append((offset, -1))
-        if not opts.verify_index_only:
-            yield TimeIndexEntryItem(display, ts, offset)
-        prev_ts = ts
+            else:
+                not_found.append((offset, -1))
+            if not opts.verify_index_only:
+                yield TimeIndexEntryItem(display, ts, offset)
+            prev_ts = ts
     ap = absolute_path(path)
     if mismatch:
         state.ts_mismatch.append(TimeIndexProblems(ap, "mismatch", mismatch))
@@ -712,8 +869,9 @@ def _dump_time_index(path: str, display: str, name: str, state: _RunState) -> It
 
 
 def _dump_snapshot(path: str, display: str) -> Iterator[object]:
+    data = read_regular(path)
     try:
-        snapshot = snap.read_producer_snapshot(path)
+        snapshot = snap.decode_producer_snapshot(data)
     except KafkaToolError as e:
         # Kafka prints CorruptSnapshotException's message on stderr and goes on (§15.7).
         yield Note(display, e.message, stderr=True, kind="corrupt_snapshot")
@@ -723,10 +881,9 @@ def _dump_snapshot(path: str, display: str) -> Iterator[object]:
 
 
 def _dump_txn_index(path: str, display: str) -> Iterator[object]:
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return  # Kafka prints nothing for a missing .txnindex
-    with open(path, "rb") as f:
-        data = f.read()
+    data = read_regular(path)
     # entries print until a bad one, which raises (as Kafka's iteration does)
     for entry in txn.iter_txn_index(data, absolute_path(path)):
         yield TxnEntryItem(display, entry)
@@ -743,18 +900,20 @@ _CHECKPOINT_KINDS = {
 
 def _dump_text_checkpoint(path: str, display: str, kind) -> Iterator[object]:
     K = names.FileKind
+    data = read_regular(path)
+    where = os.path.abspath(path)  # Kafka's CheckpointFile names its absolute path in every message
     if kind is K.LEADER_EPOCH_CHECKPOINT:
-        for e in ckpt.read_leader_epoch_checkpoint(path):
+        for e in ckpt.decode_leader_epoch_checkpoint(data, where):
             yield CheckpointItem(display, "leader_epoch", (("epoch", e.epoch), ("startOffset", e.start_offset)))
     elif kind is K.OFFSET_CHECKPOINT:
-        for topic, partition, offset in ckpt.read_offset_checkpoint(path):
+        for topic, partition, offset in ckpt.decode_offset_checkpoint(data, where):
             yield CheckpointItem(display, "offset_checkpoint", (("topic", topic), ("partition", partition), ("offset", offset)))
     elif kind is K.PARTITION_METADATA:
-        pm = ckpt.read_partition_metadata(path)
+        pm = ckpt.decode_partition_metadata(data, where)
         yield CheckpointItem(display, "partition_metadata", (("version", pm.version), ("topicId", pm.topic_id)))
     elif kind is K.QUORUM_STATE:
-        data = ckpt.read_quorum_state(path)
-        yield CheckpointItem(display, "quorum_state", tuple(data.items()))
+        state = ckpt.decode_quorum_state(data, where)
+        yield CheckpointItem(display, "quorum_state", tuple(state.items()))
     elif kind is K.META_PROPERTIES:
-        props = ckpt.read_meta_properties(path)
+        props = ckpt.decode_properties(data, where)
         yield CheckpointItem(display, "meta_properties", tuple(props.items()))
