@@ -11,9 +11,15 @@
  *     buf[i] without checking it against the record end (only against len(buf):
  *     Python's IndexError, which becomes "Found invalid record structure" at the
  *     record start), while the multi-byte paths are bounded by the record end and
- *     report errors at the varint's own start;
+ *     report errors at the varint's own start; so a malformed record may read up to
+ *     4 bytes past its end (the four one-byte varints, the first at the end itself);
  *   - a varint is at most 5 bytes (only the top bit of the 5th is checked, value
  *     truncated to 32 bits), a varlong at most 10 (64 bits).
+ *
+ * decode_records_part(buf, pos, end, limit, budget, final) is the same loop, one
+ * chunk of a stream at a time, so that a batch of millions of records is never one
+ * list: it stops after `limit` records or `budget` bytes, and without `final` it
+ * stops before a record it cannot decide from the bytes it has (see decode()).
  *
  * Arguments: buf is any object exporting a C-contiguous buffer (read as raw bytes,
  * never copied); pos, end, count are integers (__index__). A negative count raises
@@ -161,10 +167,25 @@ slow_varlong(const uint8_t *buf, Py_ssize_t *pi, Py_ssize_t limit, int64_t *out)
 
 /* ------------------------------------------------------------------ decoding */
 
-/* Decode the records; returns a new list or NULL with an exception set. */
+/* Why decode() stopped before `count` records (decode_records_part's status). */
+#define PART_DONE 0     /* the record or byte budget is spent (or count reached) */
+#define PART_MORE 1     /* not final: the next record is not complete in [pos, end) */
+#define PART_NEED_END 2 /* not final: the next record's length is negative, and its
+                           error message names the bytes left to the stream's end */
+
+/* A record's one-byte fast paths may read up to 4 bytes past its own end (see the
+ * file comment): a record is decided only when they are in the buffer, or at the end. */
+#define LOOKAHEAD 4
+
+/* Decode up to `count` records from buf[pos:end], stopping early once `budget` bytes
+ * have been decoded (after at least one record). With `final` set, [pos, end) is all
+ * there is: running out of bytes is an error, as in Python's decode_records. Without
+ * it, more bytes may follow `end`: decode() stops, without an error, before a record
+ * it cannot decide yet (PART_MORE, PART_NEED_END), so that the caller can read more
+ * and call again from *pos_out. Returns a new list or NULL with an exception set. */
 static PyObject *
 decode(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t end,
-       Py_ssize_t count)
+       Py_ssize_t count, Py_ssize_t budget, int final, Py_ssize_t *pos_out, int *status)
 {
     PyObject *out, *key = NULL, *value = NULL, *headers = NULL;
     Py_ssize_t cap, n = 0, k, i = pos;
@@ -178,6 +199,7 @@ decode(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t end,
     if (out == NULL)
         return NULL;
 
+    *status = PART_DONE;
     for (k = 0; k < count; k++) {
         Py_ssize_t rec_start = i, body_start, body_end;
         int32_t length = 0, od = 0, kl = 0, vl = 0, hc = 0;
@@ -186,8 +208,15 @@ decode(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t end,
         uint8_t b;
         PyObject *rec;
 
+        if (n > 0 && i - pos >= budget)
+            break; /* PART_DONE */
+
         /* --- length, bounded by end */
         if (i >= end) {
+            if (!final) {
+                *status = PART_MORE;
+                break;
+            }
             raise_invalid(i, "Incorrect declared batch size, premature EOF reached");
             goto fail;
         }
@@ -196,13 +225,34 @@ decode(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t end,
             length = zigzag32(b);
             i++;
         }
-        else if (slow_varint(buf, &i, end, &length) < 0)
-            goto fail;
+        else {
+            if (!final && end - i < 5) { /* complete, or 5 bytes long (an error either way)? */
+                Py_ssize_t j = i;
+                while (j < end && buf[j] >= 0x80)
+                    j++;
+                if (j == end) {
+                    *status = PART_MORE;
+                    break;
+                }
+            }
+            if (slow_varint(buf, &i, end, &length) < 0)
+                goto fail;
+        }
         if (length < 0 || (Py_ssize_t)length > end - i) {
+            if (!final) {
+                *status = length < 0 ? PART_NEED_END : PART_MORE;
+                i = rec_start;
+                break;
+            }
             raise_invalid(rec_start,
                 "Invalid record size: expected %d bytes in record payload, but instead "
                 "the buffer has only %zd remaining bytes.", (int)length, end - i);
             goto fail;
+        }
+        if (!final && end - i - length < LOOKAHEAD) {
+            *status = PART_MORE;
+            i = rec_start;
+            break;
         }
         body_start = i;
         body_end = i + length; /* <= end <= buflen */
@@ -394,14 +444,9 @@ decode(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t end,
         goto fail;
     }
 
-    if (i != end) {
-        raise_invalid(i, "Incorrect declared batch size, records still remaining in file");
-        goto fail;
-    }
-    if (n != cap) { /* cannot happen either: success implies count <= cap */
-        PyErr_SetString(PyExc_SystemError, "decode_records: record count mismatch");
-        goto fail;
-    }
+    if (n < cap) /* stopped early: drop the unused (NULL) slots */
+        Py_SET_SIZE(out, n);
+    *pos_out = i;
     return out;
 
 fail:
@@ -547,8 +592,70 @@ decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObje
         PyBuffer_Release(&view);
         return NULL;
     }
-    result = decode((const uint8_t *)view.buf, view.len, pos, end, count);
+    {
+        Py_ssize_t i = pos;
+        int status;
+        result = decode((const uint8_t *)view.buf, view.len, pos, end, count, PY_SSIZE_T_MAX, 1,
+                        &i, &status);
+        if (result != NULL && i != end) {
+            Py_CLEAR(result);
+            raise_invalid(i, "Incorrect declared batch size, records still remaining in file");
+        }
+    }
     PyBuffer_Release(&view);
+    return result;
+}
+
+PyDoc_STRVAR(decode_records_part_doc,
+"decode_records_part(buf, pos, end, limit, budget, final, /)\n--\n\n"
+"Decode at most ``limit`` v2 records from ``buf[pos:end]``, one chunk of a stream\n"
+"(compiled twin of kafkatool.record.v2.decode_records_part: same results, same\n"
+"errors). Stops after the record that reaches ``budget`` decoded bytes.\n\n"
+"Returns ``(records, next_pos, status)``: status 0 when ``limit`` or ``budget`` was\n"
+"reached; without ``final`` (more bytes may follow ``end``), 1 when the next record\n"
+"is not complete yet and 2 when its length is negative (its error needs the stream's\n"
+"end). With ``final`` set, running out of bytes raises as decode_records does. The\n"
+"check that nothing follows the last record is the caller's.");
+
+static PyObject *
+decode_records_part(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_ssize_t pos, end, limit, budget, next;
+    int final, status = PART_DONE;
+    PyObject *records, *result;
+    Py_buffer view;
+    (void)module;
+
+    if (nargs != 6) {
+        PyErr_Format(PyExc_TypeError,
+            "decode_records_part() takes 6 positional arguments but %zd were given", nargs);
+        return NULL;
+    }
+    if (as_index(args[1], &pos) < 0 || as_index(args[2], &end) < 0
+        || as_index(args[3], &limit) < 0 || as_index(args[4], &budget) < 0)
+        return NULL;
+    if ((final = PyObject_IsTrue(args[5])) < 0)
+        return NULL;
+    if (limit < 0 || budget < 0) {
+        PyErr_SetString(PyExc_ValueError, "decode_records_part: limit and budget must be >= 0");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (pos < 0 || pos > view.len || end < 0 || end > view.len) {
+        PyErr_Format(PyExc_ValueError,
+            "decode_records_part: pos %zd and end %zd must lie within [0, %zd]",
+            pos, end, view.len);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    next = pos;
+    records = decode((const uint8_t *)view.buf, view.len, pos, end, limit, budget, final,
+                     &next, &status);
+    PyBuffer_Release(&view);
+    if (records == NULL)
+        return NULL;
+    result = Py_BuildValue("(Nni)", records, next, status);
     return result;
 }
 
@@ -2008,6 +2115,8 @@ index_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef speedups_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records,
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
+    {"decode_records_part", (PyCFunction)(void (*)(void))decode_records_part, METH_FASTCALL,
+     decode_records_part_doc},
     {"walk_v2", (PyCFunction)(void (*)(void))walk_v2, METH_FASTCALL, walk_v2_doc},
     {"scan_v2", (PyCFunction)(void (*)(void))scan_v2, METH_FASTCALL, scan_v2_doc},
     {"scan_fd", (PyCFunction)(void (*)(void))scan_fd, METH_FASTCALL, scan_fd_doc},

@@ -4,6 +4,10 @@ A codec registry in the fastavro manner: each codec's library is imported only w
 batch needs it, and a missing library fails with an install hint. Every decoder takes
 ``max_output`` so a decompression bomb becomes a :class:`CompressionError`, not an
 out-of-memory.
+
+:func:`iter_decompress` reads a stream chunk by chunk (gzip and zstd in output chunks of
+``chunk_size``, lz4 and xerial snappy block by block), so that what a batch decompresses
+to is never held whole; :func:`decompress` is the same stream joined.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 import struct
 import zlib
 from enum import IntEnum
-from typing import Callable
+from typing import Callable, Iterator
 
 from kafkatool.errors import CompressionError, InvalidRecordError, MissingDependencyError
 
@@ -20,13 +24,25 @@ __all__ = [
     "codec_name",
     "compress",
     "decompress",
+    "iter_decompress",
     "xxh32",
     "DEFAULT_MAX_DECOMPRESSED",
+    "STREAM_CHUNK",
 ]
 
 #: Default cap on one batch's decompressed size: far above Kafka's largest legal batch
-#: (``message.max.bytes`` is an int) yet small enough that a bomb cannot exhaust memory.
+#: (``message.max.bytes`` is an int). Streamed, a batch never holds this much at once;
+#: the cap bounds the time a bomb costs.
 DEFAULT_MAX_DECOMPRESSED = 512 * 1024 * 1024
+
+#: Output chunk of :func:`iter_decompress` for gzip and zstd (lz4 and snappy yield whole
+#: blocks: at most 4 MiB for lz4, 32 KiB for the xerial chunks Kafka writes).
+STREAM_CHUNK = 1 << 20
+_FEED = 64 * 1024  # compressed bytes given to zlib per call: its unconsumed tail stays small
+
+
+def _exceeds(max_output: int, codec: str) -> CompressionError:
+    return CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes ({codec})")
 
 
 class Codec(IntEnum):
@@ -76,30 +92,43 @@ def _gzip_compress(data: bytes, level: int | None, magic: int) -> bytes:
     return co.compress(data) + co.flush()
 
 
-def _gzip_decompress(data: bytes | memoryview, max_output: int) -> bytes:
-    # JDK GZIPInputStream accepts concatenated members: loop over them.
-    out = bytearray()
-    rest = bytes(data)
-    if not rest:
+def _gzip_chunks(data: bytes | memoryview, max_output: int, chunk_size: int) -> Iterator[bytes]:
+    # JDK GZIPInputStream accepts concatenated members: loop over them. The input goes to
+    # zlib in _FEED pieces and the output comes back in chunk_size pieces, so neither the
+    # unconsumed input tail nor the output is ever the whole stream.
+    mv = memoryview(data)
+    n = len(mv)
+    if not n:
         raise CompressionError("Failed to decompress record stream (gzip: empty stream)")
-    while rest:
+    total = 0
+    start = 0
+    while start < n:
         d = zlib.decompressobj(31)
-        try:
-            chunk = d.decompress(rest, max_output - len(out) + 1)
-        except zlib.error as e:
-            raise CompressionError(f"Failed to decompress record stream (gzip: {e})") from None
-        out += chunk
-        if len(out) > max_output:
-            raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (gzip)")
-        if not d.eof:
-            if d.unconsumed_tail:
-                raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (gzip)")
-            raise CompressionError("Failed to decompress record stream (gzip: truncated stream)")
-        rest = d.unused_data
+        ip = start
+        feed: bytes | memoryview = b""
+        while True:
+            if not feed and ip < n:
+                feed = mv[ip : ip + _FEED]
+                ip += len(feed)
+            limit = min(chunk_size, max_output - total + 1)
+            try:
+                chunk = d.decompress(feed, limit)
+            except zlib.error as e:
+                raise CompressionError(f"Failed to decompress record stream (gzip: {e})") from None
+            total += len(chunk)
+            if total > max_output:
+                raise _exceeds(max_output, "gzip")
+            if chunk:
+                yield chunk
+            if d.eof:
+                break
+            feed = d.unconsumed_tail
+            if not feed and ip >= n and len(chunk) < limit:
+                raise CompressionError("Failed to decompress record stream (gzip: truncated stream)")
+        start = ip - len(d.unused_data)
         # JDK tolerates trailing zero padding / garbage after a member only if it is not a gzip header.
-        if rest and rest[:2] != b"\x1f\x8b":
+        if start < n and bytes(mv[start : start + 2]) != b"\x1f\x8b":
             break
-    return bytes(out)
 
 
 # --------------------------------------------------------------------------- snappy (§7.3)
@@ -121,13 +150,12 @@ def _snappy_compress(data: bytes, level: int | None, magic: int) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_raw(snappy, block: bytes | memoryview, max_output: int) -> bytes:
-    try:
-        n = _uncompressed_length_snappy(block)
-    except CompressionError:
-        raise
-    if n > max_output:
-        raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (snappy)")
+def _snappy_raw(snappy, block: bytes | memoryview, budget: int, max_output: int) -> bytes:
+    """One raw snappy block, refused before it is inflated when it would take the output
+    past ``budget`` (what is left of the cap ``max_output``, which the message names)."""
+    n = _uncompressed_length_snappy(block)
+    if n > budget:
+        raise _exceeds(max_output, "snappy")
     try:
         return bytes(snappy.uncompress(bytes(block)))
     except Exception as e:  # python-snappy/cramjam raise their own error types
@@ -147,15 +175,18 @@ def _uncompressed_length_snappy(block: bytes | memoryview) -> int:
     raise CompressionError("Failed to decompress record stream (snappy: bad block length)")
 
 
-def _snappy_decompress(data: bytes | memoryview, max_output: int) -> bytes:
+def _snappy_chunks(data: bytes | memoryview, max_output: int) -> Iterator[bytes]:
+    # One xerial chunk at a time. A stream that is not xerial-framed is one raw block,
+    # decompressed whole (raw snappy has no framing to stream by; its size is checked first).
     snappy = _require("snappy", "python-snappy")
     data = memoryview(data)
     if len(data) == 0:
         raise CompressionError("Failed to decompress record stream (Cannot decompress empty stream)")
     # xerial's reader: shorter than the header, or a different magic -> one raw block.
     if len(data) < 16 or bytes(data[:8]) != _SNAPPY_MAGIC:
-        return _snappy_raw(snappy, data, max_output)
-    out = bytearray()
+        yield _snappy_raw(snappy, data, max_output, max_output)
+        return
+    total = 0
     pos = 16
     end = len(data)
     while pos < end:
@@ -170,9 +201,11 @@ def _snappy_decompress(data: bytes | memoryview, max_output: int) -> bytes:
         pos += 4
         if pos + n > end:
             raise CompressionError("Failed to decompress record stream (snappy: truncated chunk)")
-        out += _snappy_raw(snappy, data[pos : pos + n], max_output - len(out))
+        block = _snappy_raw(snappy, data[pos : pos + n], max_output - total, max_output)
+        total += len(block)
         pos += n
-    return bytes(out)
+        if block:
+            yield block
 
 
 # --------------------------------------------------------------------------- lz4 (§7.4)
@@ -246,7 +279,7 @@ def _lz4_compress(data: bytes, level: int | None, magic: int) -> bytes:
     return bytes(out)
 
 
-def _lz4_decompress(data: bytes | memoryview, max_output: int, magic: int) -> bytes:
+def _lz4_chunks(data: bytes | memoryview, max_output: int, magic: int, chunk_size: int) -> Iterator[bytes]:
     lz4block = _require("lz4.block", "lz4")
     data = memoryview(data)
     if len(data) < 6:
@@ -281,17 +314,24 @@ def _lz4_decompress(data: bytes | memoryview, max_output: int, magic: int) -> by
     pos += 1  # magic 0: the HC byte is skipped entirely (KIP-57)
     if magic != 0 and not block_checksum and len(data) * 256 <= max_output:
         # The header passed Kafka's checks and LZ4 cannot inflate more than 255x, so the
-        # whole frame fits the cap: let the C decoder do it (only the first frame, like Kafka).
+        # whole frame fits the cap: let the C decoder do it, chunk_size bytes per call
+        # (only the first frame, like Kafka).
         lz4frame = _require("lz4.frame", "lz4")
-        try:
-            dctx = lz4frame.LZ4FrameDecompressor()
-            out = dctx.decompress(bytes(data))
-        except Exception as e:
-            raise CompressionError(f"Failed to decompress record stream (lz4: {e})") from None
-        if not dctx.eof:
-            raise CompressionError("Failed to decompress record stream (Stream ended prematurely)")
-        return out
-    out = bytearray()
+        dctx = lz4frame.LZ4FrameDecompressor()
+        feed = bytes(data)
+        while True:
+            try:
+                out = dctx.decompress(feed, max_length=chunk_size)
+            except Exception as e:
+                raise CompressionError(f"Failed to decompress record stream (lz4: {e})") from None
+            feed = b""
+            if out:
+                yield out
+            if dctx.eof:
+                return
+            if dctx.needs_input:
+                raise CompressionError("Failed to decompress record stream (Stream ended prematurely)")
+    total = 0
     end = len(data)
     while True:
         if end - pos < 4:
@@ -299,7 +339,7 @@ def _lz4_decompress(data: bytes | memoryview, max_output: int, magic: int) -> by
         (word,) = _U32LE.unpack_from(data, pos)
         pos += 4
         if word == 0:
-            break  # end mark; a content checksum after it is read but not verified
+            return  # end mark; a content checksum after it is read but not verified
         raw = bool(word & 0x80000000)
         n = word & 0x7FFFFFFF
         if n > max_block:
@@ -315,15 +355,17 @@ def _lz4_decompress(data: bytes | memoryview, max_output: int, magic: int) -> by
                 raise CompressionError("Failed to decompress record stream (Block checksum mismatch)")
             pos += 4
         if raw:
-            out += block
+            out = bytes(block)
         else:
             try:
-                out += lz4block.decompress(bytes(block), uncompressed_size=max_block)
+                out = lz4block.decompress(bytes(block), uncompressed_size=max_block)
             except Exception as e:
                 raise CompressionError(f"Failed to decompress record stream (lz4: {e})") from None
-        if len(out) > max_output:
-            raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (lz4)")
-    return bytes(out)
+        total += len(out)
+        if total > max_output:
+            raise _exceeds(max_output, "lz4")
+        if out:
+            yield out
 
 
 # --------------------------------------------------------------------------- zstd (§7.5)
@@ -336,17 +378,23 @@ def _zstd_compress(data: bytes, level: int | None, magic: int) -> bytes:
     return co.compress(data) + co.flush()
 
 
-_ZSTD_DCTX = None
+_ZSTD_IDLE: list = []
 
 
-def _zstd_dctx():
-    # One decompression context for the process: creating one per batch costs more than
-    # decompressing a 16 KiB batch.
-    global _ZSTD_DCTX
-    if _ZSTD_DCTX is None:
-        zstandard = _require("zstandard", "zstandard")
-        _ZSTD_DCTX = zstandard.ZstdDecompressor(max_window_size=2**31)
-    return _ZSTD_DCTX
+def _zstd_dctx_take():
+    # Decompression contexts are reused (creating one per batch costs more than
+    # decompressing a 16 KiB batch), but never shared by two live streams: a new
+    # decompressobj resets its context, and a streamed batch may be read while
+    # another stream is still open.
+    if _ZSTD_IDLE:
+        return _ZSTD_IDLE.pop()
+    zstandard = _require("zstandard", "zstandard")
+    return zstandard.ZstdDecompressor(max_window_size=2**31)
+
+
+def _zstd_dctx_give_back(dctx) -> None:
+    if len(_ZSTD_IDLE) < 4:
+        _ZSTD_IDLE.append(dctx)
 
 
 _ZSTD_MAGIC = 0xFD2FB528
@@ -355,17 +403,13 @@ _FCS_SIZES = (0, 2, 4, 8)
 _DICT_SIZES = (0, 1, 2, 4)
 
 
-def zstd_output_bound(data: bytes | memoryview) -> int:
-    """An upper bound on what the zstd frames in ``data`` decompress to, from their block headers.
-
-    Walks every frame and block (RFC 8878 §3.1), so a truncated or malformed stream is
-    found here, before anything is inflated; and a decompression bomb is known by its
-    size before it is decompressed. Skippable frames are passed over.
-    """
-    mv = memoryview(data)
+def _zstd_blocks(mv: memoryview) -> Iterator[tuple[int, int, int, bool]]:
+    """The blocks of the zstd frames in ``mv`` (RFC 8878 §3.1), skippable frames passed over:
+    ``(start, end, bound, last)`` for each, where ``bound`` is the most it decompresses to,
+    a frame's first block starts at the frame header and its last one (``last``) ends
+    after the checksum. A truncated or malformed stream raises where it is found."""
     n = len(mv)
     pos = 0
-    bound = 0
     while pos < n:
         if n - pos < 4:
             raise CompressionError("Failed to decompress record stream (zstd: truncated frame header)")
@@ -386,6 +430,7 @@ def zstd_output_bound(data: bytes | memoryview) -> int:
         fcs_size = _FCS_SIZES[fhd >> 6] or (1 if single_segment else 0)
         header = 5 + (0 if single_segment else 1) + _DICT_SIZES[fhd & 3] + fcs_size
         checksum = 4 if fhd & 0x04 else 0
+        start = pos
         pos += header
         while True:
             if n - pos < 3:
@@ -396,60 +441,95 @@ def zstd_output_bound(data: bytes | memoryview) -> int:
             btype = (bh >> 1) & 3
             bsize = bh >> 3
             if btype == 0:  # raw
-                bound += bsize
+                bound = bsize
                 pos += bsize
             elif btype == 1:  # RLE: one byte, repeated bsize times
-                bound += bsize
+                bound = bsize
                 pos += 1
             elif btype == 2:  # compressed
-                bound += _ZSTD_BLOCK_MAX
+                bound = _ZSTD_BLOCK_MAX
                 pos += bsize
             else:
                 raise CompressionError("Failed to decompress record stream (zstd: reserved block type)")
             if pos > n:
                 raise CompressionError("Failed to decompress record stream (zstd: truncated block)")
             if last:
+                pos += checksum
+                if pos > n:
+                    raise CompressionError("Failed to decompress record stream (zstd: truncated checksum)")
+                yield start, pos, bound, True
                 break
-        pos += checksum
-        if pos > n:
-            raise CompressionError("Failed to decompress record stream (zstd: truncated checksum)")
-    return bound
+            yield start, pos, bound, False
+            start = pos
 
 
-def _zstd_decompress(data: bytes | memoryview, max_output: int) -> bytes:
+def zstd_output_bound(data: bytes | memoryview) -> int:
+    """An upper bound on what the zstd frames in ``data`` decompress to, from their block headers.
+
+    Walks every frame and block (RFC 8878 §3.1), so a truncated or malformed stream is
+    found here, before anything is inflated; and a decompression bomb is known by its
+    size before it is decompressed. Skippable frames are passed over.
+    """
+    return sum(bound for _s, _e, bound, _last in _zstd_blocks(memoryview(data)))
+
+
+def _zstd_chunks(data: bytes | memoryview, max_output: int, chunk_size: int) -> Iterator[bytes]:
     zstandard = _require("zstandard", "zstandard")
-    if not len(data):
+    mv = memoryview(data)
+    if not len(mv):
         raise CompressionError("Failed to decompress record stream (zstd: empty stream)")
-    bound = zstd_output_bound(data)
-    # Kafka's frames carry no content size; the block walk above bounds the output, and
-    # only a stream that could exceed the cap is read in bounded steps.
-    dctx = _zstd_dctx()
+    # Kafka's frames carry no content size; the block walk bounds the output (and finds a
+    # malformed stream before anything is inflated). The decoder is then fed whole blocks,
+    # at most chunk_size bytes of output at a time.
+    bound = zstd_output_bound(mv)
+    dctx = _zstd_dctx_take()
     try:
-        if bound <= max_output:
-            out = bytearray()
-            rest = bytes(data)
+        if bound <= chunk_size and bound <= max_output:  # the usual batch: a frame at a time
+            out = []
+            rest = bytes(mv)
             while rest:
                 if 0x184D2A50 <= _U32LE.unpack_from(rest, 0)[0] <= 0x184D2A5F:
                     rest = rest[8 + _U32LE.unpack_from(rest, 4)[0] :]
                     continue
                 dobj = dctx.decompressobj()
-                out += dobj.decompress(rest)
+                out.append(dobj.decompress(rest))
                 if not dobj.eof:
                     raise CompressionError("Failed to decompress record stream (zstd: truncated frame)")
                 rest = dobj.unused_data
-            return bytes(out)
-        reader = dctx.stream_reader(bytes(data), read_across_frames=True, read_size=1 << 17)
-        out = bytearray()
-        while True:
-            more = reader.read(max_output + 1 - len(out))
-            if not more:
-                break
-            out += more
-            if len(out) > max_output:
-                raise CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes (zstd)")
-        return bytes(out)
+            yield b"".join(out)
+            return
+        total = 0
+        dobj = None
+        feed_start = feed_end = 0
+        feed_bound = 0
+        for start, end, block_bound, last in _zstd_blocks(mv):
+            if dobj is None:
+                dobj = dctx.decompressobj()
+                feed_start, feed_bound = start, 0
+            elif feed_bound + block_bound > chunk_size or total + feed_bound + block_bound > max_output:
+                out = dobj.decompress(mv[feed_start:feed_end])
+                total += len(out)
+                if total > max_output:
+                    raise _exceeds(max_output, "zstd")
+                if out:
+                    yield out
+                feed_start, feed_bound = start, 0
+            feed_end = end
+            feed_bound += block_bound
+            if last:
+                out = dobj.decompress(mv[feed_start:feed_end])
+                total += len(out)
+                if total > max_output:
+                    raise _exceeds(max_output, "zstd")
+                if out:
+                    yield out
+                if not dobj.eof:
+                    raise CompressionError("Failed to decompress record stream (zstd: truncated frame)")
+                dobj = None
     except zstandard.ZstdError as e:
         raise CompressionError(f"Failed to decompress record stream (zstd: {e})") from None
+    finally:
+        _zstd_dctx_give_back(dctx)
 
 
 _COMPRESSORS: dict[int, Callable[[bytes, int | None, int], bytes]] = {
@@ -473,6 +553,35 @@ def compress(codec: int, data: bytes, *, magic: int = 2, level: int | None = Non
     return fn(bytes(data), level, magic)
 
 
+def iter_decompress(
+    codec: int,
+    data: bytes | memoryview,
+    *,
+    magic: int = 2,
+    max_output: int = DEFAULT_MAX_DECOMPRESSED,
+    chunk_size: int = STREAM_CHUNK,
+) -> Iterator[bytes]:
+    """Decompress one Kafka compressed stream chunk by chunk (non-empty chunks).
+
+    gzip and zstd chunks are at most ``chunk_size`` bytes; lz4 yields whole blocks (at
+    most 4 MiB), snappy whole xerial chunks (or the whole stream when it is one raw
+    block). A failure raises :class:`CompressionError` after the chunks before it, so
+    the chunks joined, or the error, are exactly what :func:`decompress` returns or
+    raises. Nothing is decompressed until the first chunk is asked for.
+    """
+    if codec == Codec.NONE:
+        return iter((bytes(data),) if len(data) else ())
+    if codec == Codec.GZIP:
+        return _gzip_chunks(data, max_output, chunk_size)
+    if codec == Codec.SNAPPY:
+        return _snappy_chunks(data, max_output)
+    if codec == Codec.LZ4:
+        return _lz4_chunks(data, max_output, magic, chunk_size)
+    if codec == Codec.ZSTD:
+        return _zstd_chunks(data, max_output, chunk_size)
+    raise InvalidRecordError(f"Unknown compression type id: {codec}")
+
+
 def decompress(
     codec: int,
     data: bytes | memoryview,
@@ -483,12 +592,4 @@ def decompress(
     """Decompress one Kafka compressed stream; raise :class:`CompressionError` on failure."""
     if codec == Codec.NONE:
         return bytes(data)
-    if codec == Codec.GZIP:
-        return _gzip_decompress(data, max_output)
-    if codec == Codec.SNAPPY:
-        return _snappy_decompress(data, max_output)
-    if codec == Codec.LZ4:
-        return _lz4_decompress(data, max_output, magic)
-    if codec == Codec.ZSTD:
-        return _zstd_decompress(data, max_output)
-    raise InvalidRecordError(f"Unknown compression type id: {codec}")
+    return b"".join(iter_decompress(codec, data, magic=magic, max_output=max_output))

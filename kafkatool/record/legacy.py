@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import struct
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from kafkatool.errors import CompressionError, CorruptRecordError, InvalidRecordError
 from kafkatool.record.batch import (
@@ -13,7 +13,7 @@ from kafkatool.record.batch import (
     Batch,
     Record,
 )
-from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, compress, decompress
+from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, compress, iter_decompress
 from kafkatool.record.crc import crc32
 from kafkatool.record.v2 import RecordSpec
 
@@ -21,6 +21,7 @@ __all__ = [
     "decode_legacy_header",
     "decode_message",
     "iter_legacy_records",
+    "iter_legacy_record_chunks",
     "encode_message",
     "encode_legacy",
 ]
@@ -109,18 +110,48 @@ def decode_message(buf: bytes | memoryview, pos: int, end: int):
     return offset, size, crc, magic, attrs & 0xFF, ts, key, value, computed == crc
 
 
+#: A wrapper whose inner messages fit these limits is decoded once and its records kept
+#: between the two passes; a larger one is decompressed twice instead (memory stays flat).
+KEEP_INNER_BYTES = 1 << 20
+KEEP_INNER_MESSAGES = 4096
+CHUNK_RECORDS = 2048
+
+
 def iter_legacy_records(
     batch: Batch, data: bytes | memoryview, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
 ) -> list[Record]:
-    """Deep iteration of a legacy shallow entry (§5.2): the message itself, or a wrapper's inner messages.
+    """Deep iteration of a legacy shallow entry (§5.2) into one list: the message itself,
+    or a wrapper's inner messages.
 
     ``data`` holds the whole entry including its 12-byte overhead. Error positions are
-    relative to the entry start; inner errors name their decompressed offset.
+    relative to the entry start; inner errors name their decompressed offset. The list
+    grows with the number of inner messages: for entries read from a file use
+    :func:`iter_legacy_record_chunks`.
+    """
+    return [r for chunk in iter_legacy_record_chunks(batch, data, max_decompressed=max_decompressed) for r in chunk]
+
+
+def iter_legacy_record_chunks(
+    batch: Batch,
+    data: bytes | memoryview,
+    *,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+    chunk_records: int = CHUNK_RECORDS,
+) -> Iterator[list[Record]]:
+    """The records of a legacy entry (§5.2) in lists of at most ``chunk_records``, memory flat.
+
+    Kafka decompresses a wrapper whole before it yields a record (a v1 wrapper's inner
+    offsets are relative to its last one), so every error comes before the first record.
+    So does it here, without holding the inner messages: a first pass over the
+    decompressed stream checks them all and finds the last offset, a second one (over
+    the kept records when the wrapper is small, else over the stream decompressed again)
+    yields the records.
     """
     offset, size, crc, magic, attrs, ts, key, value, valid = decode_message(data, 0, batch.size)
     codec = attrs & 0x07
     if codec == Codec.NONE:
-        return [Record(offset, ts, key, value, (), -1, attrs, crc, valid, magic)]
+        yield [Record(offset, ts, key, value, (), -1, attrs, crc, valid, magic)]
+        return
     if codec == Codec.ZSTD:
         # Kafka's message prints the magic, not the codec (§5.2 step 2).
         raise InvalidRecordError(f"Invalid wrapper compressionType found in legacy deep record iterator {magic}", position=0)
@@ -129,46 +160,57 @@ def iter_legacy_records(
     if value is None:
         raise InvalidRecordError(f"Found invalid compressed record set with null value (magic = {magic})", position=0)
     value_start = batch.size - len(value)
+
+    # pass 1: every inner message checked, the last offset found
+    kept: list | None = []
+    n = 0
+    last_rel = 0
+    inner_compressed = False
+    stream = iter_decompress(codec, value, magic=magic, max_output=max_decompressed)
     try:
-        inner = decompress(codec, value, magic=magic, max_output=max_decompressed)
+        for buf, pos, base in _inner_messages(stream, value_start):
+            try:
+                entry = decode_message(buf, pos, len(buf))
+            except (InvalidRecordError, CorruptRecordError) as e:
+                _drain(stream)
+                raise type(e)(
+                    f"{e.message} (inner message at byte {base + e.position} of the decompressed wrapper)",
+                    position=value_start,
+                ) from None
+            n += 1
+            last_rel = entry[0]
+            if entry[4] & 0x07:
+                inner_compressed = True
+            if kept is not None:
+                if n > KEEP_INNER_MESSAGES or base + pos >= KEEP_INNER_BYTES:
+                    kept = None
+                else:
+                    kept.append(entry)
     except CompressionError as e:
         raise type(e)(e.message, position=value_start) from None
-    entries = []
-    pos = 0
-    end = len(inner)
-    while end - pos >= LOG_OVERHEAD:
-        (isize,) = _I32.unpack_from(inner, pos + 8)
-        if isize < RECORD_OVERHEAD_V0:
-            raise CorruptRecordError(
-                f"Record size is less than the minimum record overhead (14) (inner message at byte {pos} of the decompressed wrapper)",
-                position=value_start,
-            )
-        if pos + LOG_OVERHEAD + isize > end:
-            break  # a truncated trailing inner entry is silently dropped
-        try:
-            entries.append(decode_message(inner, pos, end))
-        except (InvalidRecordError, CorruptRecordError) as e:
-            raise type(e)(f"{e.message} (inner message at byte {e.position} of the decompressed wrapper)", position=value_start) from None
-        pos += LOG_OVERHEAD + isize
-    if not entries:
+    if not n:
         raise InvalidRecordError("Found invalid compressed record set with no inner records", position=value_start)
+    base_offset = 0
+    if magic == 1 and offset != 0:
+        if offset < last_rel:
+            raise InvalidRecordError(
+                f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{offset}' is less than the last inner message offset '{last_rel}' and it is not zero.",
+                position=0,
+            )
+        base_offset = offset - last_rel
+    if inner_compressed:
+        raise InvalidRecordError("Inner messages must not be compressed", position=value_start)
+
+    # pass 2: the records
     wrapper_lat = magic == 1 and bool(attrs & 0x08)
-    if magic == 1:
-        last_rel = entries[-1][0]
-        if offset == 0:
-            base = 0
-        else:
-            if offset < last_rel:
-                raise InvalidRecordError(
-                    f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{offset}' is less than the last inner message offset '{last_rel}' and it is not zero.",
-                    position=0,
-                )
-            base = offset - last_rel
-    out = []
-    for ioff, isize, icrc, imagic, iattrs, its, ikey, ivalue, ivalid in entries:
-        if iattrs & 0x07:
-            raise InvalidRecordError("Inner messages must not be compressed", position=value_start)
-        abs_off = base + ioff if magic == 1 else ioff
+    if kept is not None:
+        entries: Iterable = kept
+    else:
+        stream = iter_decompress(codec, value, magic=magic, max_output=max_decompressed)
+        entries = (decode_message(buf, pos, len(buf)) for buf, pos, _base in _inner_messages(stream, value_start))
+    out: list[Record] = []
+    for ioff, _isize, icrc, imagic, iattrs, its, ikey, ivalue, ivalid in entries:
+        abs_off = base_offset + ioff if magic == 1 else ioff
         if imagic == 0:
             rts = -1
         elif wrapper_lat:
@@ -176,7 +218,56 @@ def iter_legacy_records(
         else:
             rts = its
         out.append(Record(abs_off, rts, ikey, ivalue, (), -1, iattrs, icrc, ivalid, imagic))
-    return out
+        if len(out) >= chunk_records:
+            yield out
+            out = []
+    if out:
+        yield out
+
+
+def _inner_messages(stream: Iterator[bytes], value_start: int) -> Iterator[tuple[bytearray | bytes, int, int]]:
+    """``(buf, pos, base)`` for each complete inner message of a wrapper's decompressed
+    stream: the message starts at ``buf[pos]``, which is byte ``base + pos`` of the stream.
+    ``buf`` is valid until the next message is asked for. A truncated trailing message
+    is dropped, as Kafka does (§5.2 step 4)."""
+    first = next(stream, b"")
+    second = next(stream, None)
+    final = second is None
+    buf: bytes | bytearray = first if final else bytearray(first) + second
+    base = pos = 0
+    while True:
+        end = len(buf)
+        while end - pos >= LOG_OVERHEAD:
+            (isize,) = _I32.unpack_from(buf, pos + 8)
+            if isize < RECORD_OVERHEAD_V0:
+                if not final:
+                    _drain(stream)  # a failing stream is reported first, as a whole decompression would
+                raise CorruptRecordError(
+                    f"Record size is less than the minimum record overhead (14) (inner message at byte {base + pos} of the decompressed wrapper)",
+                    position=value_start,
+                )
+            if pos + LOG_OVERHEAD + isize > end:
+                break
+            yield buf, pos, base
+            pos += LOG_OVERHEAD + isize
+        if final:
+            return  # fewer than 12 bytes, or a truncated message, left: dropped
+        chunk = next(stream, None)
+        if chunk is None:
+            final = True
+            continue
+        if type(buf) is not bytearray:
+            buf = bytearray(buf)
+        if pos:
+            del buf[:pos]
+            base += pos
+            pos = 0
+        buf += chunk
+
+
+def _drain(stream: Iterator[bytes]) -> None:
+    for _chunk in stream:
+        pass
 
 
 # --------------------------------------------------------------------------- encoding

@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import struct
-from typing import Iterable, NamedTuple, Sequence
+from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from kafkatool.errors import CompressionError, InvalidRecordError
 from kafkatool.record.batch import V2_HEADER_SIZE, Batch, Record, increment_sequence
-from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, compress, decompress
+from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, compress, iter_decompress
 from kafkatool.record.crc import crc32c
-from kafkatool.record.varint import encode_varint, encode_varlong
+from kafkatool.record.varint import decode_varint, encode_varint, encode_varlong
 
 __all__ = [
     "HEADER",
     "decode_header",
     "decode_records",
+    "decode_records_part",
     "iter_batch_records",
-    "batch_records_buffer",
+    "iter_batch_record_chunks",
     "RecordSpec",
     "encode_record",
     "encode_batch",
@@ -65,27 +66,78 @@ def decode_records(
     """
     if count < 0:
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=pos)
+    out, i, _status = decode_records_part(buf, pos, end, count, _NO_BUDGET, True)
+    if i != end:
+        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=i)
+    return out
+
+
+#: Why :func:`decode_records_part` stopped before ``limit`` records:
+PART_DONE = 0  # the byte budget is spent (or ``limit`` reached): call again from the position returned
+PART_MORE = 1  # not final: the next record is not complete in ``[pos, end)`` yet
+PART_NEED_END = 2  # not final: the next record's length is negative; its error names the bytes to the stream's end
+
+#: A malformed record's one-byte fast paths (offsetDelta, key, value and header count
+#: lengths) read up to this many bytes past its end: a record is decided only when they
+#: are in the buffer, or at the stream's end.
+LOOKAHEAD = 4
+
+_NO_BUDGET = 1 << 62
+
+
+def decode_records_part(
+    buf: bytes | bytearray | memoryview, pos: int, end: int, limit: int, budget: int, final: bool
+) -> tuple[list[tuple[int, int, int, bytes | None, bytes | None, tuple]], int, int]:
+    """Decode at most ``limit`` v2 records from ``buf[pos:end]``: one chunk of a stream.
+
+    Returns ``(records, next_pos, status)``. It stops after the record that brings the
+    bytes decoded to ``budget`` (PART_DONE). With ``final`` set, ``[pos, end)`` is all
+    there is and running out of bytes raises exactly as :func:`decode_records` does.
+    Without it, more bytes may follow ``end``: it stops, without an error, before a
+    record it cannot decide from the bytes it has (PART_MORE, PART_NEED_END). So a
+    stream decoded in chunks gives exactly the records and the error of one call over
+    the whole stream. Checking that nothing follows the last record is the caller's.
+    """
+    if limit < 0 or budget < 0:
+        raise ValueError("decode_records_part: limit and budget must be >= 0")
     out = []
     append = out.append
     i = pos
-    for _ in range(count):
+    status = PART_DONE
+    for _ in range(limit):
         rec_start = i
+        if out and i - pos >= budget:
+            break
         # --- length (varint, inlined fast path for one byte)
         try:
             if i >= end:
+                if not final:
+                    status = PART_MORE
+                    break
                 raise InvalidRecordError("Incorrect declared batch size, premature EOF reached", position=i)
             b = buf[i]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
                 i += 1
             else:
+                if not final and end - i < 5 and all(buf[j] >= 0x80 for j in range(i, end)):
+                    status = PART_MORE  # the length varint goes on past end
+                    break
                 length, i = _slow_varint(buf, i, end)
             body_end = i + length
             if length < 0 or body_end > end:
+                if not final:
+                    status = PART_NEED_END if length < 0 else PART_MORE
+                    i = rec_start
+                    break
                 raise InvalidRecordError(
                     f"Invalid record size: expected {length} bytes in record payload, but instead the buffer has only {end - i} remaining bytes.",
                     position=rec_start,
                 )
+            if not final and end - body_end < LOOKAHEAD:
+                status = PART_MORE
+                i = rec_start
+                break
             if length < 6:
                 raise InvalidRecordError("Found invalid record structure", position=rec_start)
             attrs = buf[i]
@@ -171,9 +223,7 @@ def decode_records(
                 position=rec_start,
             )
         append((attrs, tsd, od, key, value, headers))
-    if i != end:
-        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=i)
-    return out
+    return out, i, status
 
 
 def _slow_varint(buf, i: int, end: int) -> tuple[int, int]:
@@ -222,40 +272,29 @@ def _slow_varlong(buf, i: int, end: int) -> tuple[int, int]:
 
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
 
-(_fast_decode_records,) = _compiled("decode_records")  # the compiled decoder, or None
+# the compiled decoders, or None (both or neither: a stale build lacks the second)
+_fast_decode_records, _fast_decode_records_part = _compiled("decode_records", "decode_records_part")
 
 _decode = _fast_decode_records or decode_records
+_decode_part = _fast_decode_records_part or decode_records_part
 
-
-def batch_records_buffer(
-    batch: Batch, data: bytes | memoryview, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
-) -> tuple[bytes | memoryview, int, int]:
-    """The bytes holding the batch's records: ``(buffer, start, end)``.
-
-    ``data`` is the whole batch (12-byte overhead included). Compressed batches are
-    decompressed here; a decompression failure is a :class:`CompressionError` at the
-    batch's payload start.
-    """
-    codec = batch.attributes & 0x07
-    if codec == 0:
-        return data, V2_HEADER_SIZE, batch.size
-    if codec > 4:
-        raise InvalidRecordError(f"Unknown compression type id: {codec}", position=ATTRIBUTES_OFFSET + 1)
-    try:
-        raw = decompress(codec, memoryview(data)[V2_HEADER_SIZE : batch.size], magic=batch.magic, max_output=max_decompressed)
-    except CompressionError as e:
-        raise type(e)(e.message, position=V2_HEADER_SIZE) from None
-    return raw, 0, len(raw)
+#: A streamed batch's records come in chunks of at most this many records, decoded from
+#: about this many bytes: what a batch holds at once stays well under a MiB of tuples,
+#: whatever its record count says (the count is the writer's word, never preallocated).
+CHUNK_RECORDS = 2048
+CHUNK_BYTES = 256 * 1024
 
 
 def iter_batch_records(
     batch: Batch, data: bytes | memoryview, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
 ) -> list[Record]:
-    """Decode every record of a v2 batch (§4.1 "Record iteration").
+    """Decode every record of a v2 batch (§4.1 "Record iteration") into one list.
 
     ``data`` is the whole batch including its log overhead. Positions in errors are
     relative to the batch start for uncompressed batches; for compressed batches the
     error is placed at the payload start and its message names the decompressed offset.
+    The list grows with the record count: for a batch that may hold millions of
+    records (anything read from a file), use :func:`iter_batch_record_chunks`.
     """
     count = batch[12]  # count
     if count <= 0:
@@ -263,16 +302,111 @@ def iter_batch_records(
             return []  # bytes after a zero-count header are never examined (§17 B.11)
         raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=57)
     if batch[5] & 0x07:  # attributes: compressed
-        buf, start, end = batch_records_buffer(batch, data, max_decompressed=max_decompressed)
+        return [r for chunk in iter_batch_record_chunks(batch, data, max_decompressed=max_decompressed) for r in chunk]
+    return _records(batch, _decode(data, V2_HEADER_SIZE, batch[1], count))  # size
+
+
+def iter_batch_record_chunks(
+    batch: Batch,
+    data: bytes | memoryview,
+    *,
+    max_decompressed: int = DEFAULT_MAX_DECOMPRESSED,
+    chunk_records: int = CHUNK_RECORDS,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Iterator[list[Record]]:
+    """The records of a v2 batch as they are decoded, in lists of at most ``chunk_records``.
+
+    Memory stays bounded whatever the batch's record count: a compressed payload is
+    decompressed chunk by chunk (:func:`~kafkatool.record.compression.iter_decompress`)
+    and decoded with a carry-over buffer. The chunks joined, or the error raised after
+    them, are exactly what :func:`iter_batch_records` returns or raises: where a whole
+    decompression would fail first, the rest of the stream is read (and dropped) before
+    an error in the records is raised.
+    """
+    count = batch[12]  # count
+    if count <= 0:
+        if count == 0:
+            return  # bytes after a zero-count header are never examined (§17 B.11)
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=57)
+    codec = batch[5] & 0x07
+    if not codec:
+        end = batch[1]  # size
+        pos = V2_HEADER_SIZE
+        while count:
+            raw, pos, _status = _decode_part(data, pos, end, min(chunk_records, count), chunk_bytes, True)
+            count -= len(raw)
+            yield _records(batch, raw)
+        if pos != end:
+            raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=pos)
+        return
+    if codec > 4:
+        raise InvalidRecordError(f"Unknown compression type id: {codec}", position=ATTRIBUTES_OFFSET + 1)
+    stream = iter_decompress(
+        codec, memoryview(data)[V2_HEADER_SIZE : batch.size], magic=batch.magic, max_output=max_decompressed
+    )
+    try:
+        yield from _stream_records(batch, stream, count, chunk_records, chunk_bytes)
+    except CompressionError as e:
+        raise type(e)(e.message, position=V2_HEADER_SIZE) from None
+
+
+def _stream_records(batch: Batch, stream: Iterator[bytes], count: int, chunk_records: int, chunk_bytes: int) -> Iterator[list[Record]]:
+    """Decode ``count`` records from a decompressed stream (see :func:`iter_batch_record_chunks`)."""
+    # buf[pos:] is what is decompressed and not decoded yet; base is buf[0]'s place in the stream.
+    first = next(stream, b"")
+    second = next(stream, None)
+    final = second is None
+    buf: bytes | bytearray = first if final else bytearray(first) + second
+    base = pos = 0
+    while count:
         try:
-            raw = _decode(buf, start, end, count)
+            raw, pos, status = _decode_part(buf, pos, len(buf), min(chunk_records, count), chunk_bytes, final)
         except InvalidRecordError as e:
+            if not final:
+                _drain(stream)  # a failing stream is what decompress() reports, not the records
             raise InvalidRecordError(
-                f"{e.message} (at byte {e.position} of the decompressed records)", position=V2_HEADER_SIZE
+                f"{e.message} (at byte {base + e.position} of the decompressed records)", position=V2_HEADER_SIZE
             ) from None
-    else:
-        raw = _decode(data, V2_HEADER_SIZE, batch[1], count)  # size
-    return _records(batch, raw)
+        if raw:
+            count -= len(raw)
+            yield _records(batch, raw)
+        if status == PART_DONE:
+            continue
+        if status == PART_NEED_END:  # a negative record length: the message names the bytes left
+            length, after = decode_varint(buf, pos)
+            remaining = len(buf) - after + _drain(stream)
+            raise InvalidRecordError(
+                f"Invalid record size: expected {length} bytes in record payload, but instead the buffer has only "
+                f"{remaining} remaining bytes. (at byte {base + pos} of the decompressed records)",
+                position=V2_HEADER_SIZE,
+            )
+        chunk = next(stream, None)  # PART_MORE: read on
+        if chunk is None:
+            final = True
+            continue
+        if type(buf) is not bytearray:
+            buf = bytearray(buf)
+        if pos:
+            del buf[:pos]
+            base += pos
+            pos = 0
+        buf += chunk
+    extra = len(buf) - pos
+    for chunk in stream:
+        extra += len(chunk)
+    if extra:
+        raise InvalidRecordError(
+            f"Incorrect declared batch size, records still remaining in file (at byte {base + pos} of the decompressed records)",
+            position=V2_HEADER_SIZE,
+        )
+
+
+def _drain(stream: Iterator[bytes]) -> int:
+    """Read a stream to its end (raising what it raises); the number of bytes it held."""
+    n = 0
+    for chunk in stream:
+        n += len(chunk)
+    return n
 
 
 def _records(batch: Batch, raw: list) -> list[Record]:
