@@ -790,14 +790,16 @@ def walk_as_recovery(
     builder: IndexBuilder,
     *,
     start: int = 0,
+    end: int | None = None,
     take_transactional: bool = True,
     check: Callable[[Batch], str | None] | None = None,
     on_batch: Callable[[Batch, object], None] | None = None,
     stop_after: Callable[[Batch, object], str | None] | None = None,
     on_refuse: Callable[[Batch, IndexAppendError | None], None] | None = None,
 ) -> tuple[SegmentWalker, int, int | None, int | None, tuple[int, str] | None]:
-    """``LogSegment.recover``'s loop (§12.2) from ``start``, feeding ``builder``: the batches
-    go to its layout back to back after what it holds. Stops at the first batch recovery
+    """``LogSegment.recover``'s loop (§12.2) from ``start`` (to ``end``, a batch boundary, or the
+    end of the file), feeding ``builder``: the batches go to its layout back to back after what
+    it holds. Stops at the first batch recovery
     refuses: a CRC mismatch, ``check(batch)`` returning a reason, or one the index refuses
     (``on_refuse(batch, index error or None)`` is then called). ``stop_after(batch, data)``
     returning a reason stops the walk right after that batch, which is kept: recovery has
@@ -819,7 +821,7 @@ def walk_as_recovery(
     if st is not None:
         st[IX_SHIFT] = shift
     window_scan = None if st is None else (lambda buf, rel, lim, file_pos, batch_type: _index_v2(buf, rel, lim, file_pos, batch_type, st))
-    with SegmentWalker(log_path, start=start, window_scan=window_scan) as walker:
+    with SegmentWalker(log_path, start=start, end=end, window_scan=window_scan) as walker:
         for batch, data in walker:
             if st is not None:  # what the compiled loop did up to this batch
                 builder.load_scan_state(st)
