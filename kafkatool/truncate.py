@@ -551,11 +551,10 @@ def _backup_everything(plan: TruncatePlan, backup: TruncateBackup) -> list[tuple
     """Step 1 of both paths: every removed byte range, every rewritten file whole, and the
     record of every move (``(source, destination)`` pairs returned)."""
     for c in plan.cuts:
-        with open(c.log_path, "rb") as f:
-            for r in c.removed:
-                # streamed in chunks: a discarded tail can be most of a 2 GiB segment
-                backup.save_range(c.log_path, r.start, f, r.size, c.old_size, c.new_size, r.reason)
-                fault_point("after backup")
+        # one streamed pass per .log: the removed ranges, and the sha256 of the whole original and of the result
+        backup.save_cut(c.log_path, [(r.start, r.end, r.reason) for r in c.removed], c.old_size, c.new_size,
+                        "truncate: cut")
+        fault_point("after backup")
     for r in plan.rewrites:
         backup.save(r.path, r.data, f"truncate: {r.kind} {r.detail}")
         fault_point("after backup")
