@@ -220,6 +220,7 @@ def dump(
     write_err = progress.write if progress is not None else err.write
     files_failed = 0
     render = renderer.render
+    drain = getattr(renderer, "drain", None)  # a table's rows that must reach stdout before a diagnostic
     write_out = out.write
     try:
         for item in iter_dump(targets, opts):
@@ -229,6 +230,8 @@ def dump(
             text, to_err = render(item)
             if text:
                 if to_err:
+                    if drain is not None:
+                        write_out(drain())
                     out.flush()
                     write_err(text)
                     err.flush()

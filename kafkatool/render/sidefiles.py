@@ -9,7 +9,15 @@ from __future__ import annotations
 from kafkatool.segment.snapshot import ProducerSnapshotEntry
 from kafkatool.segment.txnindex import AbortedTxn
 
-__all__ = ["optional_long", "offset_index_line", "time_index_line", "snapshot_entry_line", "txn_entry_line"]
+__all__ = [
+    "optional_long",
+    "offset_index_line",
+    "time_index_line",
+    "snapshot_entry_line",
+    "txn_entry_line",
+    "checkpoint_value",
+    "checkpoint_line",
+]
 
 
 def optional_long(value: int | None) -> str:
@@ -53,3 +61,25 @@ def txn_entry_line(entry: AbortedTxn) -> str:
         f"version: {entry.version} producerId: {entry.producer_id} firstOffset: {entry.first_offset} "
         f"lastOffset: {entry.last_offset} lastStableOffset: {entry.last_stable_offset}"
     )
+
+
+def checkpoint_value(value: object) -> str:
+    """A text checkpoint field's value as kafkatool prints it (Kafka's tool cannot read these files).
+
+    Numbers and plain words print as they are (``leaderId: 1``, ``topicId: AAAAAAAAAAAAAAAAAAAAAQ``);
+    anything that would not read back as one word (an empty string, spaces, a quote, a
+    control character) is a JSON string (``clusterId: ""``); lists, objects, booleans and null
+    are compact JSON (``currentVoters: [{"voterId":1}]``), as the file holds them.
+    """
+    if type(value) is int:
+        return str(value)
+    if type(value) is str and value and value.isprintable() and " " not in value and value[0] not in "\"[{":
+        return value
+    import json
+
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def checkpoint_line(fields: tuple[tuple[str, object], ...]) -> str:
+    """One entry of a text checkpoint file: ``name: value`` pairs joined by spaces."""
+    return " ".join(f"{name}: {checkpoint_value(value)}" for name, value in fields)

@@ -15,6 +15,7 @@ from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record, incremen
 from kafkatool.record.control import control_type_name, kafka_json
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import (
+    checkpoint_line,
     offset_index_line,
     snapshot_entry_line,
     time_index_line,
@@ -218,7 +219,7 @@ def _txn_entry(self: TextRenderer, item: d.TxnEntryItem) -> tuple[str, bool]:
 
 
 def _checkpoint(self: TextRenderer, item: d.CheckpointItem) -> tuple[str, bool]:
-    return " ".join(f"{k}: {v}" for k, v in item.fields) + "\n", False
+    return checkpoint_line(item.fields) + "\n", False
 
 
 def _trailing(self: TextRenderer, item: d.TrailingBytes) -> tuple[str, bool]:
