@@ -23,8 +23,9 @@ Checks (stable kind names in :data:`KINDS`):
 from __future__ import annotations
 
 import os
-from array import array
+import stat
 import struct
+from array import array
 import time
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple
@@ -103,7 +104,15 @@ KINDS: dict[str, str] = {
     "snapshot_beyond_log_end": "a producer snapshot above the log end offset (the broker deletes it)",
     "checkpoint_invalid": "a text checkpoint file Kafka cannot read (the broker takes the log dir offline)",
     "leader_epoch_mismatch": "leader-epoch-checkpoint disagrees with the batches' partition leader epochs",
-    "unreadable": "a file that cannot be read",
+    # the files and directories themselves (§2, §12.1, §12.3)
+    "unreadable": "a file that cannot be read or a directory that cannot be listed (the broker's load fails with `Could not read file`)",
+    "not_regular_file": "a FIFO, socket, device or directory named like a Kafka file (.log, .index, ...): not opened",
+    "invalid_file_name": "a .log, .index, .timeindex or .txnindex in a partition dir whose name does not start with a signed 64-bit offset (the broker throws NumberFormatException loading it)",
+    "not_a_partition_dir": "a directory in a log dir not named <topic>-<partition> (e.g. lost+found or a backup): the broker refuses to load the log dir",
+    # what an interrupted kafkatool repair left (reindex/truncate --execute)
+    "pending_journal": "a kafkatool journal: a reindex or truncate --execute was interrupted after its commit point (the message says which and how to finish it)",
+    "kafkatool_temp": "a *.kafkatool-tmp file an interrupted kafkatool run left (the message says whether a journal still needs it)",
+    "kafkatool_staging": "the staging dir <topic>-<partition>.6b66746c...-delete of an interrupted reindex or truncate --execute",
 }
 
 
@@ -161,54 +170,222 @@ class _Target(NamedTuple):
     path: str
     partition: str | None
     state: str | None
+    problem: tuple[str, str] | None = None
+    """``(kind, message)`` of a target reported as found, never opened: a directory that
+    cannot be listed, a FIFO named like a segment, what an interrupted repair left."""
 
 
-def expand_targets(paths: Iterable[str]) -> list[list[_Target]]:
+#: Suffixes of the files Kafka keeps in a partition dir (a name with one is worth checking).
+_KAFKA_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
+#: Kafka parses the offset in these names when it loads a partition (§2.1, §12.1).
+_OFFSET_NAMED = (".log", ".index", ".timeindex", ".txnindex")
+#: What ``safety.TEMP_SUFFIX`` and ``safety.JOURNAL_SUFFIX`` start with: a cheap test for
+#: names an interrupted kafkatool run left (the repair modules are imported only then).
+_PENDING_MARK = ".kafkatool-"
+
+
+def _is_kafka_name(name: str) -> bool:
+    """Whether ``name`` is one Kafka (or an interrupted kafkatool repair) puts in a log dir."""
+    if names.classify(name) is not names.FileKind.UNKNOWN:
+        return True
+    return names.file_suffix(name) in _KAFKA_SUFFIXES or _PENDING_MARK in name
+
+
+def _is_log_dir(entries: list[str], d: str) -> bool:
+    """Whether ``d`` (holding ``entries``) is a broker's log dir: ``meta.properties``, or a
+    subdirectory named like a partition (``topic-N``)."""
+    if "meta.properties" in entries:
+        return True
+    return any(names.parse_partition_dir(n) is not None and os.path.isdir(os.path.join(d, n)) for n in entries)
+
+
+def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None) -> list[list[_Target]]:
     """Group the files to check by partition directory (cross-segment checks need order).
 
-    A path may be a file, a partition directory or a log dir (searched recursively).
+    A path may be a file, a partition directory or a log dir (searched recursively, so a
+    directory of log dirs is searched too). What cannot be read is not left out: a
+    directory that cannot be listed, a non-regular file with a Kafka name, a directory in
+    a log dir the broker would refuse, and what an interrupted kafkatool repair left are
+    targets with a ``problem``, reported as findings. ``nothing_kafka`` (optional) receives
+    every path in which nothing Kafka was found (no partition dir, no file with a Kafka name).
     """
     groups: list[list[_Target]] = []
+    found = [0]  # targets with something Kafka in them, over the whole run
 
-    def add_partition(d: str) -> None:
-        pd = names.parse_partition_dir(os.path.basename(d.rstrip("/")))
+    def problem(path: str, kind: str, message: str, state: str | None = None, kafka: bool = True) -> _Target:
+        if kafka:
+            found[0] += 1
+        return _Target(path, path if os.path.isdir(path) else None, state, (kind, message))
+
+    def listdir(d: str) -> list[str] | None:
+        try:
+            return sorted(os.listdir(d))
+        except OSError as e:
+            is_partition = names.parse_partition_dir(os.path.basename(os.path.abspath(d))) is not None
+            groups.append([problem(d, "unreadable", f"cannot list the directory: {e.strerror or e} (the broker cannot load it either: `Could not read file`)", kafka=is_partition)])
+            return None
+
+    def regular_files(d: str, entries: list[str], out: list[_Target], dirs: bool = False) -> list[str]:
+        """The regular files among ``entries``; a non-regular one with a Kafka name goes to ``out``
+        (a directory too, with ``dirs``: in a partition dir, where the broker expects none)."""
+        files = []
+        for n in entries:
+            p = os.path.join(d, n)
+            try:
+                st = os.stat(p)
+            except OSError:
+                if os.path.islink(p) and _is_kafka_name(n):
+                    out.append(problem(p, "unreadable", "a dangling symbolic link"))
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files.append(p)
+            elif (dirs or not stat.S_ISDIR(st.st_mode)) and _is_kafka_name(n):
+                out.append(problem(p, "not_regular_file", f"a {_file_type(st.st_mode)} named like a Kafka file: not opened (the broker does not load it either)"))
+        return files
+
+    def add_partition(d: str, entries: list[str], direct: bool) -> None:
+        pd = names.parse_partition_dir(os.path.basename(os.path.abspath(d)))
         state = pd.state if pd else None
-        files = sorted(
-            (os.path.join(d, n) for n in os.listdir(d) if os.path.isfile(os.path.join(d, n))),
-            key=lambda p: _order(os.path.basename(p)),
-        )
-        groups.append([_Target(p, d, state) for p in files])
-
-    def walk_dir(d: str) -> None:
-        entries = sorted(os.listdir(d))
-        has_segments = any(names.file_suffix(n) in (".log", ".index", ".timeindex") for n in entries)
-        if has_segments or names.parse_partition_dir(os.path.basename(d.rstrip("/"))):
-            add_partition(d)
+        if state == "delete" and len(pd.unique_id or "") == 32 and _staging(d):
+            groups.append([problem(d, "kafkatool_staging", _STAGING_MESSAGE, state)])
             return
-        loose = [os.path.join(d, n) for n in entries if os.path.isfile(os.path.join(d, n))]
-        if loose:
-            groups.append([_Target(p, None, None) for p in loose])
+        found[0] += 1
+        head: list[_Target] = []
+        if direct or any(_PENDING_MARK in n for n in entries):
+            head = _pending_targets(d, entries, staging=direct)
+            found[0] += len(head)
+        tail: list[_Target] = []
+        reported = {t.path for t in head}
+        files = sorted((p for p in regular_files(d, entries, tail, dirs=True) if p not in reported), key=lambda p: _order(os.path.basename(p)))
+        groups.append([*head, *(_Target(p, d, state) for p in files), *tail])
+
+    def walk_dir(d: str, direct: bool) -> None:
+        entries = listdir(d)
+        if entries is None:
+            return
+        has_segments = any(names.file_suffix(n) in (".log", ".index", ".timeindex") for n in entries)
+        if has_segments or names.parse_partition_dir(os.path.basename(os.path.abspath(d))):
+            add_partition(d, entries, direct)
+            return
+        odd: list[_Target] = []
+        loose = regular_files(d, entries, odd)
+        found[0] += sum(1 for p in loose if _is_kafka_name(os.path.basename(p)))
+        if loose or odd:
+            groups.append([_Target(p, None, None) for p in loose] + odd)
+        log_dir = _is_log_dir(entries, d)
         for n in entries:
             sub = os.path.join(d, n)
-            if os.path.isdir(sub) and not os.path.islink(sub):
-                walk_dir(sub)
+            if not os.path.isdir(sub) or os.path.islink(sub):
+                continue
+            if log_dir and names.parse_partition_dir(n) is None:
+                # LogManager.loadLogs: "Found directory <dir>, '<name>' is not in the form of
+                # topic-partition ..." (KafkaException): the whole log dir stays offline
+                groups.append([problem(sub, "not_a_partition_dir", f"a directory in a log dir whose name is not <topic>-<partition>: the broker refuses to load the log dir ('{n}' is not in the form of topic-partition); move it out of the log dir")])
+                continue
+            walk_dir(sub, False)
 
     loose: dict[str, list[str]] = {}  # directory -> files given by name
     for p in paths:
+        before = found[0]
         if os.path.isdir(p):
-            walk_dir(p)
-            continue
-        files = loose.setdefault(os.path.dirname(p), [])
-        if names.file_suffix(os.path.basename(p)) in (".index", ".timeindex", ".txnindex"):
-            # a side file is checked against its segment: walk that too
-            log = str(names.sibling(p, ".log"))
-            if os.path.isfile(log) and log not in files:
-                files.append(log)
-        if p not in files:
-            files.append(p)
+            walk_dir(p, True)
+        else:
+            files = loose.setdefault(os.path.dirname(p), [])
+            name = os.path.basename(p)
+            try:
+                mode = os.stat(p).st_mode
+            except OSError as e:
+                groups.append([problem(p, "unreadable", f"cannot read the file: {e.strerror or e}")])
+                mode = None
+            if mode is not None and not stat.S_ISREG(mode):
+                groups.append([problem(p, "not_regular_file", f"a {_file_type(mode)}, not a regular file: not opened", kafka=_is_kafka_name(name))])
+            elif mode is not None:
+                if names.file_suffix(name) in (".index", ".timeindex", ".txnindex"):
+                    # a side file is checked against its segment: walk that too
+                    log = str(names.sibling(p, ".log"))
+                    if os.path.isfile(log) and log not in files:
+                        files.append(log)
+                if p not in files:
+                    files.append(p)
+                if _is_kafka_name(name):
+                    found[0] += 1
+        if found[0] == before and nothing_kafka is not None:
+            nothing_kafka.append(p)
     for files in loose.values():
-        groups.append([_Target(f, None, None) for f in sorted(files, key=lambda f: _order(os.path.basename(f)))])
+        if files:
+            groups.append([_Target(f, None, None) for f in sorted(files, key=lambda f: _order(os.path.basename(f)))])
     return groups
+
+
+def _offset_name_finding(t: _Target) -> Finding | None:
+    """``invalid_file_name`` for a segment or index file in a partition dir whose name Kafka
+    cannot read an offset from (§2.1: ``Long.parseLong`` of the part before the first ``.``)."""
+    name = os.path.basename(t.path)
+    if names.file_suffix(name) not in _OFFSET_NAMED:
+        return None
+    if names.parse_partition_dir(os.path.basename(os.path.dirname(os.path.abspath(t.path)))) is None:
+        return None  # a file outside a partition dir (a copy under any name) is checked as it is
+    if names.java_parse_int(name.split(".", 1)[0], 64) is not None:
+        return None
+    return Finding(
+        t.path, None, None, "invalid_file_name",
+        f"{name!r} does not start with a signed 64-bit decimal offset: loading the partition, the broker reads "
+        "the offset before the first '.' as a Java long and throws NumberFormatException; move the file out of "
+        "the partition dir",
+        expected="a signed 64-bit decimal before the first '.'", found=name.split(".", 1)[0],
+    )
+
+
+def _file_type(mode: int) -> str:
+    for test, what in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "directory")):
+        if test(mode):
+            return what
+    return "special file"
+
+
+_STAGING_MESSAGE = (
+    "the staging dir of an interrupted `kafkatool reindex --execute` or `kafkatool truncate --execute` "
+    "(named like a partition being deleted; the partition dir itself is complete): run that command again "
+    "before starting the broker, its dry run names this dir and `--execute` removes it (a broker recovering "
+    "it could cut the partition's own segments, whose .log files it may share as hard links)"
+)
+
+
+def _staging(d: str) -> bool:
+    """Whether ``d`` is a kafkatool staging dir (``<topic>-<p>.6b66746c<24 hex>-delete``)."""
+    from kafkatool.repair import is_staging_dir
+
+    return is_staging_dir(d)
+
+
+def _pending_targets(d: str, entries: list[str], staging: bool) -> list[_Target]:
+    """Targets for what interrupted kafkatool runs left for the partition dir ``d``
+    (``repair.find_pending_state``): journals, temp files, and (``staging``) its staging dir."""
+    from kafkatool.repair import find_pending_state
+
+    out = []
+    for path, what in find_pending_state(d):
+        category = what.split(":", 1)[0]
+        if category == "staging dir":
+            if staging:
+                out.append(_Target(path, path, "delete", ("kafkatool_staging", _STAGING_MESSAGE)))
+            continue
+        if category.endswith("journal"):
+            kind, way_out = "pending_journal", _JOURNAL_WAY_OUT.get(category, "")
+        else:
+            kind, way_out = "kafkatool_temp", _TEMP_WAY_OUT.get(category, "")
+        out.append(_Target(path, d, None, (kind, what + way_out)))
+    return out
+
+
+_JOURNAL_WAY_OUT = {
+    "journal": "; run the interrupted kafkatool command again with `--execute` before starting the broker",
+}
+_TEMP_WAY_OUT = {
+    "pending temp file": "; do not remove it: run `kafkatool truncate --execute` on this partition dir before starting the broker",
+    "temp file": "; the broker ignores it; a `kafkatool reindex` or `kafkatool truncate` dry run names it and `--execute` removes it",
+}
 
 
 _RANK = {".log": 0, ".checkpoint": 0, ".index": 1, ".timeindex": 2, ".txnindex": 3, ".snapshot": 4}
@@ -330,18 +507,23 @@ def verify_group(group: list[_Target], opts: VerifyOptions, on_bytes=None) -> It
     # Each segment, then at once its own index files (while its facts are at hand: they are
     # dropped afterwards, so memory does not grow with the number of segments); then the rest
     # (snapshots and checkpoints, which need the whole partition's log end and epochs).
-    logs = [t for t in group if names.file_suffix(os.path.basename(t.path)) == ".log"]
+    logs = [t for t in group if t.problem is None and names.file_suffix(os.path.basename(t.path)) == ".log"]
     side: dict[str, list[_Target]] = {}
     others = []
     log_prefixes = {os.path.join(os.path.dirname(t.path), os.path.basename(t.path).split(".", 1)[0]) for t in logs}
     for t in group:
-        if t in logs:
+        if t in logs or t.problem is not None:
             continue
         prefix = os.path.join(os.path.dirname(t.path), os.path.basename(t.path).split(".", 1)[0])
         if names.file_suffix(os.path.basename(t.path)) in (".index", ".timeindex", ".txnindex") and prefix in log_prefixes:
             side.setdefault(prefix, []).append(t)
         else:
             others.append(t)
+    for t in group:
+        if t.problem is not None:
+            kind, message = t.problem
+            yield Finding(t.path, None, None, kind, message)
+            yield FileSummary(t.path, kind, 0, 0, 1, t.state)
     for t in logs:
         yield from _guard(t, lambda t=t: _verify_log(t, opts, part, present))
         prefix = os.path.join(os.path.dirname(t.path), os.path.basename(t.path).split(".", 1)[0])
@@ -608,6 +790,9 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
     prefix = name.split(".", 1)[0]
     if base is not None and t.partition is not None and f"{prefix}.index" not in present:
         findings.append(Finding(path, None, None, "index_missing", f"{prefix}.index is missing: the broker will recover (rebuild and truncate) this segment at start"))
+    bad_name = _offset_name_finding(t)
+    if bad_name is not None:
+        findings.append(bad_name)
     facts = _SegmentFacts(base or 0, size)
     if base is not None:
         _wanted(path, base, facts)
@@ -1139,7 +1324,10 @@ def _verify_other(t: _Target, opts: VerifyOptions, part: _Partition, present: se
     findings: list[Finding] = []
     size = os.path.getsize(path)
     label = kind.value
-    if suffix in (".index", ".timeindex", ".txnindex"):
+    bad_name = _offset_name_finding(t) if suffix in (".index", ".timeindex", ".txnindex") else None
+    if bad_name is not None:
+        findings.append(bad_name)  # Kafka throws before it would delete it as an orphan
+    elif suffix in (".index", ".timeindex", ".txnindex"):
         prefix = name.split(".", 1)[0]
         if f"{prefix}.log" not in present:
             findings.append(Finding(path, None, None, "orphan_index", f"{prefix}.log does not exist: the broker deletes this file at start"))
@@ -1147,7 +1335,7 @@ def _verify_other(t: _Target, opts: VerifyOptions, part: _Partition, present: se
             try:
                 base = names.parse_base_offset(name)
             except KafkaToolError as e:
-                findings.append(Finding(path, None, None, "unreadable", e.message))
+                findings.append(Finding(path, None, None, "invalid_file_name", f"{e.message}: its entries cannot be checked without the base offset", expected=e.expected, found=e.found))
                 base = None
             facts = part.segments.get(base) if base is not None else None
             if facts is not None:

@@ -9,6 +9,7 @@ files written here), never taken from kafkatool's own output.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -283,3 +284,222 @@ def test_zeros_then_garbage_is_not_trailing_zeros(tmp_path, scan):
     assert [(f.kind, f.position, f.length) for f in got] == [("invalid_size", 545, 2 * MIB + 1)]
     d2 = partition(tmp_path, {INDEX: b"", LOG: HEALTHY + bytes(5) + b"\x01"}, name="t-1")
     assert where(findings(d2)) == [("trailing_bytes", 545, 6)]
+
+
+# --------------------------------------------------------------------------- files Kafka cannot load
+
+
+def kinds(items) -> list[tuple[str, str]]:
+    return [(os.path.basename(f.file), f.kind) for f in items]
+
+
+@pytest.mark.parametrize("name", ["99999999999999999999999.log", "09223372036854775808.log", "foo.log",
+                                  "99999999999999999999999.index", "1e3.timeindex", "x.txnindex"])
+def test_a_stray_segment_name_kafka_cannot_parse(run, tmp_path, name):
+    # §2.1: the offset before the first '.' is read as a Java long; 2^63 is one too many
+    d = partition(tmp_path, {LOG: HEALTHY, INDEX: b"", name: b""})
+    got = findings(d)
+    assert kinds(got) == [(name, "invalid_file_name")]
+    assert "NumberFormatException" in got[0].message and got[0].found == name.split(".", 1)[0]
+    r = run("verify", "--format", "text", str(d))
+    assert r.code == 1 and f"{name}: invalid_file_name: " in r.out, r
+
+
+def test_the_largest_offset_kafka_can_parse_is_a_name_it_loads(tmp_path):
+    d = partition(tmp_path, {LOG: HEALTHY, INDEX: b"", "09223372036854775807.log": b"", "09223372036854775807.index": b"",
+                             "-0000000000000000001.timeindex": b""})
+    assert "invalid_file_name" not in [f.kind for f in findings(d)]
+
+
+def test_a_copy_under_any_name_outside_a_partition_dir_is_checked_as_it_is(tmp_path):
+    (tmp_path / "copy.log").write_bytes(HEALTHY)
+    assert findings(tmp_path / "copy.log") == []
+    # given directly, but inside a partition dir, the name still matters to the broker
+    d = partition(tmp_path, {LOG: HEALTHY, INDEX: b"", "99999999999999999999999.log": HEALTHY})
+    assert kinds(findings(d / "99999999999999999999999.log")) == [("99999999999999999999999.log", "invalid_file_name")]
+
+
+def _listdir_refusing(monkeypatch, refused: Path) -> None:
+    real = os.listdir
+
+    def listdir(path="."):
+        if os.path.abspath(os.fspath(path)) == str(refused):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "listdir", listdir)
+
+
+def test_an_unreadable_partition_dir_is_a_finding_and_the_others_are_checked(run, tmp_path, monkeypatch):
+    # (as root a chmod 000 would not stop the listing: os.listdir refuses instead)
+    logdir = tmp_path / "logdir"
+    partition(logdir, {LOG: HEALTHY, INDEX: b""}, name="a-0")
+    bad = partition(logdir, {LOG: HEALTHY, INDEX: b""}, name="b-0")
+    partition(logdir, {LOG: HEALTHY + b"\x01" * 5, INDEX: b""}, name="c-0")
+    _listdir_refusing(monkeypatch, bad)
+    r = run("verify", "--format", "text", str(logdir))
+    assert r.code == 1, r
+    assert r.lines == [
+        f"{bad}: unreadable: cannot list the directory: Permission denied (the broker cannot load it either: `Could not read file`)",
+        f"{logdir / 'c-0' / LOG}:545: trailing_bytes: 5 bytes at the end are too short for a batch header",
+    ]
+    # the partition dir given alone: the same finding, exit 1
+    r = run("verify", "--format", "text", str(bad))
+    assert r.code == 1 and r.lines == [f"{bad}: unreadable: cannot list the directory: Permission denied (the broker cannot load it either: `Could not read file`)"], r
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root lists any directory")
+def test_an_unreadable_partition_dir_for_real(run, tmp_path):
+    logdir = tmp_path / "logdir"
+    partition(logdir, {LOG: HEALTHY, INDEX: b""}, name="a-0")
+    bad = partition(logdir, {LOG: HEALTHY, INDEX: b""}, name="b-0")
+    bad.chmod(0)
+    try:
+        r = run("verify", "--format", "text", str(logdir))
+    finally:
+        bad.chmod(0o755)
+    assert r.code == 1 and [line.split(": ")[1] for line in r.lines] == ["unreadable"], r
+
+
+def _cli(*args: str, timeout: float = 60) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "kafkatool", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def test_a_fifo_named_like_a_segment_is_reported_never_opened(tmp_path):
+    d = partition(tmp_path, {INDEX: b"", "00000000000000000015.log": b"".join(segment(1, first=15)),
+                             "00000000000000000015.index": b""})
+    os.mkfifo(d / LOG)  # nobody writes to it: opening it for reading would block for ever
+    r = _cli("verify", "--format", "text", str(d))
+    assert r.returncode == 1 and r.stdout.splitlines() == [
+        f"{d / LOG}: not_regular_file: a FIFO named like a Kafka file: not opened (the broker does not load it either)",
+    ], r
+    r = _cli("verify", "--format", "text", str(d / LOG))
+    assert r.returncode == 1 and r.stdout.splitlines() == [
+        f"{d / LOG}: not_regular_file: a FIFO, not a regular file: not opened",
+    ], r
+
+
+def test_a_directory_named_like_a_segment_in_a_partition_dir(tmp_path):
+    d = partition(tmp_path, {LOG: HEALTHY, INDEX: b""})
+    (d / "00000000000000000015.log").mkdir()
+    assert kinds(findings(d)) == [("00000000000000000015.log", "not_regular_file")]
+
+
+def test_a_directory_in_a_log_dir_that_is_not_a_partition(tmp_path):
+    # LogManager refuses the whole log dir ("... is not in the form of topic-partition"):
+    # lost+found at a mount point, or a backup dir put inside the log dir
+    logdir = tmp_path / "logdir"
+    partition(logdir, {LOG: HEALTHY, INDEX: b""}, name="t-0")
+    (logdir / "meta.properties").write_text("version=1\nbroker.id=0\ncluster.id=abc\n")
+    (logdir / "lost+found").mkdir()
+    partition(logdir, {INDEX: b"", "00000000000000000000.timeindex": b""}, name="kafkatool-backup")
+    got = findings(logdir)
+    assert sorted(kinds(got)) == [("kafkatool-backup", "not_a_partition_dir"), ("lost+found", "not_a_partition_dir")]
+    # a directory of log dirs (one level too high) is not a log dir: each child is searched
+    top = tmp_path
+    assert sorted(kinds(findings(top))) == [("kafkatool-backup", "not_a_partition_dir"), ("lost+found", "not_a_partition_dir")]
+
+
+# --------------------------------------------------------------------------- nothing Kafka
+
+
+def test_an_empty_dir_is_not_clean_it_is_nothing(run, tmp_path):
+    e = tmp_path / "emptydir"
+    e.mkdir()
+    r = run("verify", str(e))
+    assert r.code == 2 and "no failing findings" not in r.err, r
+    assert r.err == f"kafkatool: error: {e}: nothing Kafka found here (no partition directory, segment, index, snapshot or checkpoint file)\n", r
+
+
+def test_a_dir_without_kafka_files_is_nothing(run, tmp_path):
+    etc = tmp_path / "etc"
+    (etc / "ssl").mkdir(parents=True)
+    (etc / "hosts").write_text("127.0.0.1 localhost\n")
+    (etc / "ssl" / "openssl.cnf").write_text("[x]\n")
+    r = run("verify", "--format", "jsonl", str(etc))
+    assert r.code == 2 and r.out == "" and "nothing Kafka found here" in r.err, r
+    # a file given by name that is not a Kafka file
+    r = run("verify", str(etc / "hosts"))
+    assert r.code == 2 and "nothing Kafka found here" in r.err, r
+    # with a real partition beside it, the empty path is still an error, named
+    d = partition(tmp_path, {LOG: HEALTHY, INDEX: b""})
+    r = run("verify", str(d), str(etc))
+    assert r.code == 2 and str(etc) in r.err and str(d) not in r.err, r
+
+
+def test_what_counts_as_kafka(run, tmp_path):
+    # a fresh log dir (meta.properties only) and an empty partition dir are Kafka, and clean
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    (fresh / "meta.properties").write_text("version=1\nbroker.id=0\ncluster.id=abc\n")
+    assert run("verify", "-q", str(fresh)).code == 0
+    (tmp_path / "t-0").mkdir()
+    assert run("verify", "-q", str(tmp_path / "t-0")).code == 0
+
+
+def test_a_dir_of_log_dirs_is_searched(run, tmp_path):
+    top = tmp_path / "disks"
+    for n, tail in (("d1", b""), ("d2", b"\x01" * 5)):
+        partition(top / n / "kafka-logs", {LOG: HEALTHY + tail, INDEX: b""}, name="orders-0")
+        (top / n / "kafka-logs" / "meta.properties").write_text("version=1\nbroker.id=0\ncluster.id=abc\n")
+    r = run("verify", "--format", "text", str(top))
+    assert r.code == 1 and r.lines == [f"{top / 'd2' / 'kafka-logs' / 'orders-0' / LOG}:545: trailing_bytes: 5 bytes at the end are too short for a batch header"], r
+    assert "2 segments" in r.err
+
+
+# --------------------------------------------------------------------------- what interrupted repairs left
+
+SEG0 = "00000000000000000000"
+
+
+def _pending_partition(logdir: Path) -> Path:
+    from kafkatool.repair import staging_dir_name
+
+    d = partition(logdir, {LOG: HEALTHY, INDEX: b""})
+    (d / f"{SEG0}.log.kafkatool-tmp").write_bytes(HEALTHY[:BATCH])  # named by truncate's journal
+    (d / "kafkatool-truncate.kafkatool-journal").write_text(json.dumps(
+        {"tool": "kafkatool truncate", "replace": [{"temp": f"{SEG0}.log.kafkatool-tmp", "target": LOG}], "move": []}))
+    (d / f"{SEG0}.index.kafkatool-tmp").write_bytes(b"")  # named by no journal
+    staging = logdir / staging_dir_name(str(d))
+    staging.mkdir()
+    (staging / LOG).write_bytes(HEALTHY[:100])  # not checked: it is not a partition, whatever it holds
+    return d
+
+
+def test_a_pending_journal_its_temp_files_and_the_staging_dir(run, tmp_path):
+    logdir = tmp_path / "logdir"
+    d = _pending_partition(logdir)
+    staging = next(p for p in logdir.iterdir() if p.name.endswith("-delete"))
+    for target in (logdir, d):  # the log dir, or the partition dir alone: each reported once
+        got = findings(target)
+        assert sorted(kinds(got)) == sorted([
+            ("kafkatool-truncate.kafkatool-journal", "pending_journal"),
+            (f"{SEG0}.log.kafkatool-tmp", "kafkatool_temp"),
+            (f"{SEG0}.index.kafkatool-tmp", "kafkatool_temp"),
+            (staging.name, "kafkatool_staging"),
+        ]), target
+        by_kind = {(os.path.basename(f.file), f.kind): f.message for f in got}
+        assert "kafkatool truncate --execute" in by_kind[("kafkatool-truncate.kafkatool-journal", "pending_journal")]
+        assert "do not remove it" in by_kind[(f"{SEG0}.log.kafkatool-tmp", "kafkatool_temp")]
+        assert "`--execute` removes it" in by_kind[(f"{SEG0}.index.kafkatool-tmp", "kafkatool_temp")]
+        assert "run that command again" in by_kind[(staging.name, "kafkatool_staging")]
+        r = run("verify", "-q", str(target))
+        assert r.code == 1, r
+
+
+def test_a_reindex_journal(tmp_path):
+    d = partition(tmp_path, {LOG: HEALTHY, INDEX: b"", f"{SEG0}.kafkatool-journal": b"{}"})
+    got = findings(d)
+    assert kinds(got) == [(f"{SEG0}.kafkatool-journal", "pending_journal")]
+    assert "kafkatool reindex --execute" in got[0].message
+
+
+def test_pending_marks_match_the_repair_constants():
+    from kafkatool import safety
+
+    assert safety.TEMP_SUFFIX.startswith(verify_module._PENDING_MARK)
+    assert safety.JOURNAL_SUFFIX.startswith(verify_module._PENDING_MARK)

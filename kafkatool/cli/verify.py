@@ -39,11 +39,24 @@ def _parse_kinds(ctx: click.Context, param: click.Parameter, value: str | None) 
     return kinds
 
 
+class _Format(click.Choice):
+    """``text``, ``table`` or ``jsonl``; ``lines`` (the old name of ``text``) is still accepted,
+    but not shown."""
+
+    def __init__(self) -> None:
+        super().__init__(["text", "table", "jsonl"])
+
+    def convert(self, value, param, ctx):
+        if value == "lines":
+            return "lines"
+        return super().convert(value, param, ctx)
+
+
 @click.command(context_settings={"max_content_width": 100}, short_help='Find every damaged region in segments, side files, partitions and log dirs.')
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=str))
 @click.option("--deep", is_flag=True, help="Decompress and decode every record (counts, varints, offsets, timestamps, headers, inner CRCs, control records).")
-@click.option("--format", "fmt", type=click.Choice(["text", "lines", "jsonl"]), default="text", show_default=True, help="text: a findings table; lines: one 'path:position: kind: message' line per finding; jsonl: one JSON object per finding and a final summary.")
-@click.option("--fail-on", callback=_parse_kinds, metavar="KIND,...", help="Only these finding kinds make the exit status 1 (default: every kind but index_missing and preallocated_index_tail).")
+@click.option("--format", "fmt", type=_Format(), default=None, help="text: one 'path:position: kind: message' line per finding (for grep and scripts); table: a findings table; jsonl: one JSON object per finding and a final summary. Default: table when standard output is a terminal, text otherwise.")
+@click.option("--fail-on", callback=_parse_kinds, metavar="KIND,...", help="Only these finding kinds make the exit status 1 (default: every kind but index_missing, preallocated_index_tail and timeindex_record_offset).")
 @click.option("--ignore", callback=_parse_kinds, metavar="KIND,...", help="Finding kinds to leave out of the report and the exit status (e.g. trailing_zeros).")
 @click.option("--max-rate", callback=_parse_rate, metavar="RATE", help="Limit read bandwidth, in bytes per second (50M, 1G ...), so a check on a live broker does not hurt it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Check partitions in this many processes (for a single partition or file: split its large segments across them).")
@@ -52,15 +65,24 @@ def _parse_kinds(ctx: click.Context, param: click.Parameter, value: str | None) 
 def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_bytes, quiet) -> None:
     """Find every damaged region in segment files, side files, partition directories or whole
     log dirs: framing, CRCs, offsets, timestamps, producer fields, indexes, transaction
-    indexes, producer snapshots and checkpoints. After a bad region the check resynchronises
-    on the next valid batch, so one run lists every bad region and the good batches beyond it.
+    indexes, producer snapshots and checkpoints; also files and directories the broker cannot
+    load, and what an interrupted `reindex`/`truncate --execute` left. After a bad region the
+    check resynchronises on the next valid batch, so one run lists every bad region and the
+    good batches beyond it.
 
     Read-only: nothing is written or created, and a log dir a live broker holds can be
-    checked. Exit status: 0 no failing findings, 1 findings, 2 bad usage or an I/O error.
+    checked. Exit status: 0 no failing findings; 1 failing findings (a file that cannot be
+    read is one: `unreadable`); 2 bad usage, or a path with nothing Kafka in it.
     """
     from kafkatool.render import findings as fr
     from kafkatool.verify import INFO_KINDS, KINDS, FileSummary, Finding, VerifyOptions, expand_targets, start_rate_clock, verify_group
 
+    if fmt == "lines":
+        if not quiet:
+            sys.stderr.write("kafkatool: warning: --format lines is now called --format text\n")
+        fmt = "text"
+    elif fmt is None:
+        fmt = "table" if sys.stdout.isatty() else "text"
     fail_kinds = fail_on if fail_on is not None else frozenset(KINDS) - INFO_KINDS
     ignored = ignore or frozenset()
     opts = VerifyOptions(
@@ -69,23 +91,23 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
         max_rate=(max_rate / jobs) if max_rate else None,
     )
     def console(stderr: bool):
-        # Rich is imported only when something is drawn (it costs 30 ms of start-up)
+        # Rich is imported only when something is drawn for a terminal, or a table is asked for
         from rich.console import Console
 
         if stderr:
             return Console(stderr=True, highlight=False, markup=False)
         return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 200)
 
-    groups = expand_targets(paths)
+    nothing: list[str] = []
+    groups = expand_targets(paths, nothing)
+    if nothing:
+        for p in nothing:
+            sys.stderr.write(f"kafkatool: error: {p}: nothing Kafka found here (no partition directory, segment, "
+                             "index, snapshot or checkpoint file)\n")
+        sys.exit(ExitCode.USAGE)
     if jobs > 1 and len(groups) == 1:
         # one partition (or one file): split its large segments across the processes instead
         opts = VerifyOptions(deep=opts.deep, max_decompressed=opts.max_decompressed, max_rate=max_rate, workers=jobs)
-    total = sum(
-        os.path.getsize(t.path)
-        for g in groups
-        for t in g
-        if os.path.basename(t.path).endswith((".log", ".checkpoint")) and os.path.isfile(t.path)
-    )
     started = time.monotonic()
     start_rate_clock()
     findings: list[Finding] = []
@@ -93,12 +115,19 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
     counts: dict[str, int] = {}
     failing = 0
     out = sys.stdout
+    tty_err = sys.stderr.isatty()
 
     progress = None
     task = None
-    if not quiet and sys.stderr.isatty():
+    if not quiet and tty_err:
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
+        total = sum(
+            os.path.getsize(t.path)
+            for g in groups
+            for t in g
+            if t.problem is None and os.path.basename(t.path).endswith((".log", ".checkpoint")) and os.path.isfile(t.path)
+        )
         progress = Progress(
             TextColumn("verify"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
             TextColumn("{task.fields[files]} files"), console=console(True), transient=True,
@@ -124,7 +153,7 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
             failing += 1
         if fmt == "jsonl":
             out.write(fr.finding_line(item) + "\n")
-        elif fmt == "lines":
+        elif fmt == "text":
             out.write(fr.finding_text(item) + "\n")
         else:
             findings.append(item)
@@ -153,11 +182,14 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
                 states[s.state] = states.get(s.state, 0) + 1
         out.write(fr._dumps(fr.summary_object(len(summaries), sum(s.bytes for s in summaries),
                                               sum(s.batches for s in summaries), counts, failing, seconds, states)) + "\n")
-    elif fmt == "text" and findings:
+    elif fmt == "table" and findings:
         fr.render_table(console(False), findings, fail_kinds)
     out.flush()
     if not quiet:
-        fr.render_summary(console(True), summaries, counts, failing, seconds)
+        if tty_err:
+            fr.render_summary(console(True), summaries, counts, failing, seconds)
+        else:  # for a pipe or a file: plain lines, never wrapped, and no Rich to import
+            sys.stderr.write("".join(line + "\n" for line in fr.summary_lines(summaries, counts, failing, seconds)))
     sys.exit(ExitCode.FINDINGS if failing else ExitCode.OK)
 
 
