@@ -1,7 +1,17 @@
-"""Shared test helpers: running the CLI in-process, fixture paths, real broker files."""
+"""Shared test helpers: running the CLI in-process, fixture paths, real broker files.
+
+Two kinds of tests depend on what is on the machine: the real-file tests need the broker-written
+files of ``../shared/fixtures-real`` (or ``KAFKATOOL_REAL_FIXTURES=DIR``), the compiled-path tests
+need the C extension. Without them those tests skip, and the run ends with one line per kind
+saying so and why. Under CI (the environment variable ``CI`` set, as CI services do) a skip is not
+enough: the run stops at start-up when either is missing (unless ``KAFKATOOL_PURE_PYTHON`` switched
+the extension off on purpose), and a single missing real file fails its test.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from pathlib import Path
 
@@ -16,7 +26,11 @@ settings.load_profile("kafkatool")
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "logdir"
 SHARED = REPO.parent / "shared"
-REAL = SHARED / "fixtures-real"
+#: The real broker-written files: ``KAFKATOOL_REAL_FIXTURES`` (relative to the working directory),
+#: else ``../shared/fixtures-real`` beside the repository.
+REAL = Path(os.path.abspath(os.environ.get("KAFKATOOL_REAL_FIXTURES") or SHARED / "fixtures-real"))
+#: Under CI a missing extension or missing real files fail the run instead of skipping tests.
+IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 SPEC = SHARED / "spec" / "kafka-reference.md"
 
 
@@ -53,23 +67,113 @@ def run(capsys):
 
 
 def real_fixture(rel: str) -> Path:
-    """A file under ../shared/fixtures-real, or skip the test when it is not there."""
+    """A file under the real fixtures (:data:`REAL`), or skip the test when it is not there (fail under CI)."""
     path = REAL / rel
     if not path.exists():
+        if IN_CI:
+            pytest.fail(f"real fixture {rel} is missing from {REAL} (CI runs every real-file test)")
         pytest.skip(f"real fixture {rel} is not available")
     return path
 
 
 @pytest.fixture
 def real():
-    """The real broker-written files, or skip when ../shared/fixtures-real is absent."""
+    """The real broker-written files, or skip when :data:`REAL` is absent."""
     if not REAL.is_dir():
-        pytest.skip("../shared/fixtures-real is not present")
+        pytest.skip(f"real fixtures: {REAL} is not present")
     return REAL
 
 
+def _extension() -> tuple[bool, str]:
+    from kafkatool.record import speedups
+
+    return speedups.status()
+
+
+def _purposely_pure() -> bool:
+    from kafkatool.record import speedups
+
+    return os.environ.get(speedups.ENV_VAR, "").strip() not in ("", "0")
+
+
 def pytest_report_header(config):
-    return [f"kafkatool fixtures: {FIXTURES}", f"real fixtures: {REAL if REAL.is_dir() else 'absent'}"]
+    in_use, why = _extension()
+    return [
+        f"kafkatool fixtures: {FIXTURES}",
+        f"real fixtures: {REAL if REAL.is_dir() else f'absent ({REAL})'}",
+        f"compiled extension: {'in use' if in_use else why}",
+    ]
+
+
+def pytest_configure(config):
+    if not IN_CI:
+        return
+    problems = []
+    in_use, why = _extension()
+    if not in_use and not _purposely_pure():
+        problems.append(
+            f"the compiled extension kafkatool.record._speedups is not in use: {why}; its tests would be "
+            "skipped. Build it (`python -m pip install -e .`, or `python setup.py build_ext --inplace`)."
+        )
+    if not REAL.is_dir():
+        problems.append(
+            f"the real broker files are missing: {REAL} is not a directory; the real-file tests would be "
+            "skipped. Put ../shared beside the repository or set KAFKATOOL_REAL_FIXTURES=DIR."
+        )
+    if problems:
+        raise pytest.UsageError("CI is set, and CI does not skip tests:\n  " + "\n  ".join(problems))
+
+
+# Skip reasons that mean "this machine lacks something CI must have".
+_REAL_SKIP = re.compile(r"real fixture|fixtures-real")
+_COMPILED_SKIP = re.compile(r"compiled extension|C extension|_speedups")
+
+
+def _skip_reason(report) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])
+    return str(longrepr or "")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if not (IN_CI and report.skipped) or hasattr(report, "wasxfail"):
+        return
+    reason = _skip_reason(report)
+    if _REAL_SKIP.search(reason) or (_COMPILED_SKIP.search(reason) and not _purposely_pure()):
+        report.outcome = "failed"
+        report.longrepr = f"CI does not skip: {reason}"
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """One line per kind of test this machine could not run, and why (never silent); after the
+    short test summary, so it is the last thing before the counts."""
+    try:
+        return (yield)
+    finally:
+        _skip_summary(terminalreporter)
+
+
+def _skip_summary(terminalreporter) -> None:
+    reasons = [_skip_reason(r) for r in terminalreporter.stats.get("skipped", [])]
+    real = sum(1 for r in reasons if _REAL_SKIP.search(r))
+    compiled = sum(1 for r in reasons if _COMPILED_SKIP.search(r) and not _REAL_SKIP.search(r))
+    if real:
+        where = f"{REAL} is not present" if not REAL.is_dir() else f"some files are missing from {REAL}"
+        terminalreporter.write_line(
+            f"kafkatool: {real} real-file tests skipped: {where} "
+            "(put ../shared beside the repository or set KAFKATOOL_REAL_FIXTURES=DIR)",
+            yellow=True,
+        )
+    if compiled:
+        _in_use, why = _extension()
+        terminalreporter.write_line(
+            f"kafkatool: {compiled} compiled-path tests skipped: the C extension is not in use ({why})", yellow=True
+        )
 
 
 sys.path.insert(0, str(REPO))

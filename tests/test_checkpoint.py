@@ -33,7 +33,7 @@ from kafkatool.segment.checkpoint import (
     read_quorum_state,
 )
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures-real"
+from conftest import REAL as FIXTURES  # ../shared/fixtures-real, or KAFKATOOL_REAL_FIXTURES
 LOC = "/data/t-0/leader-epoch-checkpoint"
 
 
