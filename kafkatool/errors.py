@@ -4,6 +4,16 @@ Every message reads ``PATH:POSITION: what (expected X, found Y)``. The record la
 raises errors that know only a position relative to the bytes it was given; the
 segment layer (the choke point) re-raises them with the file path and the absolute
 byte position via :meth:`KafkaToolError.at`.
+
+``expected`` and ``found`` follow one convention everywhere (errors, verify findings, the
+plans and reports of reindex and truncate, text and JSON alike):
+
+* ``found`` is what is **on disk**: the stored field, the entry the file holds;
+* ``expected`` is what a **valid file would hold**: the value computed from the bytes, or
+  the rule the stored value breaks (``"> 41"``, ``"a batch start"``).
+
+So for a checksum ``found`` is the stored CRC and ``expected`` the CRC computed over the
+bytes, and messages name both explicitly: ``(stored crc 3953238404, computed crc 3953238405)``.
 """
 
 from __future__ import annotations

@@ -1172,7 +1172,8 @@ def _check_batch(
     if magic > 2:
         add("unknown_magic", f"magic byte {magic} (Kafka parses it as v2; the CRC does not cover it)", "0, 1 or 2", magic, pos + 16, 1)
     if b.crc != b.computed_crc:
-        add("crc_mismatch", f"stored CRC {b.crc}, computed {b.computed_crc} (the batch spans {b.size} bytes)", b.computed_crc, b.crc)
+        # expected = computed from the bytes, found = stored on disk (the convention of errors.py)
+        add("crc_mismatch", f"the batch's bytes do not match its CRC (stored crc {b.crc}, computed crc {b.computed_crc}; the batch spans {b.size} bytes)", b.computed_crc, b.crc)
         return  # the other fields cannot be trusted
     codec = b.attributes & 0x07
     if codec > 4 or (codec == 4 and magic < 2):
@@ -1222,11 +1223,15 @@ def _check_batch(
         facts.open_txns.setdefault(b.producer_id, first)
     if b.is_control and magic >= 2 and data is not None and b.count > 0:
         from kafkatool.record.control import ControlType, decode_control_key
-        from kafkatool.record.records import decode_batch_records
+        from kafkatool.record.records import batch_record_chunks
 
         try:
-            records = decode_batch_records(b, data, max_decompressed=opts.max_decompressed)
-            for r in records:
+            chunks = batch_record_chunks(b, data, max_decompressed=opts.max_decompressed)
+            if type(chunks) is not tuple:  # streamed: nothing counts unless the whole batch decodes
+                for _chunk in chunks:
+                    pass
+                chunks = batch_record_chunks(b, data, max_decompressed=opts.max_decompressed)
+            for r in (r for records in chunks for r in records):
                 _v, type_id = decode_control_key(r.key)
                 if type_id == ControlType.ABORT:
                     facts.abort_markers.add((b.producer_id, r.offset))
@@ -1234,9 +1239,12 @@ def _check_batch(
                     began = facts.open_txns.pop(b.producer_id, None)
                     if type_id == ControlType.ABORT and began is not None:
                         facts.expected_aborts.append((b.producer_id, began, r.offset))
-                if type_id in (ControlType.ABORT, ControlType.COMMIT) and not b.is_transactional:
-                    # transaction markers live in transactional control batches (KRaft's do not)
-                    add("control_not_transactional", f"a {'ABORT' if type_id == 0 else 'COMMIT'} marker in a control batch without the transactional flag", "attributes & 0x10", b.attributes, pos + 21, 2)
+                    if not b.is_transactional:
+                        # transaction markers live in transactional control batches (KRaft's do not)
+                        add("control_not_transactional", f"a {'ABORT' if type_id == 0 else 'COMMIT'} marker in a control batch without the transactional flag", "attributes & 0x10", b.attributes, pos + 21, 2)
+                    # The producer state reads a marker batch's first marker only (Kafka writes
+                    # one); more, a batch's writer could make millions of, and keeping them all
+                    # would grow memory with the record count.
                     break
         except KafkaToolError:
             pass  # reported by the deep checks
@@ -1245,8 +1253,7 @@ def _check_batch(
 
 
 def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts: VerifyOptions) -> None:
-    from kafkatool.record.control import ControlType, decode_control_key, decode_end_txn_marker, decode_kraft_control
-    from kafkatool.record.records import decode_batch_records
+    from kafkatool.record.records import batch_record_chunks
 
     pos = b.position
     add = _Adder(out, path, b, index)
@@ -1254,8 +1261,16 @@ def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts
     if data is None:
         add("decompressed_too_large", f"a batch of {b.size} bytes is too large to decode in memory")
         return
+    # The records are checked as they are decoded, a few thousand at a time, so memory stays
+    # flat whatever the batch's record count; their findings count only if the whole batch
+    # decodes (else the decoding error is the one finding, as when it was decoded first).
+    found: list[Finding] = []
     try:
-        records = decode_batch_records(b, data, max_decompressed=opts.max_decompressed)
+        chunks = batch_record_chunks(b, data, max_decompressed=opts.max_decompressed)
+        if b.magic >= 2:
+            _check_v2_records(b, chunks, _Adder(found, path, b, index))
+        else:
+            _check_legacy_records(b, chunks, _Adder(found, path, b, index))
     except CompressionError as e:
         kind = "decompressed_too_large" if "exceeds the limit" in e.message else "decompression_failed"
         add(kind, e.message, position=pos + (e.position or 0))
@@ -1270,21 +1285,35 @@ def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts
         else:
             add("invalid_record", msg, position=where)
         return
-    if b.magic >= 2:
-        prev_delta = -1
-        lod = b.last_offset_delta
-        for r in records:
-            delta = r.offset - b.offset
-            if delta < 0 or delta > lod or delta <= prev_delta:
-                add("record_offset_invalid", f"record offset {r.offset} (delta {delta}) outside 0..{lod} or not increasing", expected=f"{prev_delta + 1}..{lod}", found=delta)
-                break
-            prev_delta = delta
-        if not b.attributes & 0x08 and not b.has_delete_horizon:
+    out.extend(found)
+
+
+def _check_v2_records(b: Batch, chunks, add: _Adder) -> None:
+    """The record checks of a v2 batch, chunk by chunk; at most one finding per check, in
+    a fixed order (offsets, timestamps, control records)."""
+    from kafkatool.record.control import ControlType, decode_control_key, decode_end_txn_marker, decode_kraft_control
+
+    lod = b.last_offset_delta
+    base = b.offset
+    max_ts = b.max_timestamp
+    prev_delta = -1
+    offsets_bad = timestamps_bad = controls_bad = None
+    check_timestamps = not b.attributes & 0x08 and not b.has_delete_horizon
+    check_controls = b.is_control
+    for records in chunks:
+        if offsets_bad is None:
             for r in records:
-                if r.timestamp > b.max_timestamp:
-                    add("record_timestamp_invalid", f"record {r.offset} has timestamp {r.timestamp} above the batch maxTimestamp {b.max_timestamp}", expected=f"<= {b.max_timestamp}", found=r.timestamp)
+                delta = r.offset - base
+                if delta < 0 or delta > lod or delta <= prev_delta:
+                    offsets_bad = ("record_offset_invalid", f"record offset {r.offset} (delta {delta}) outside 0..{lod} or not increasing", f"{prev_delta + 1}..{lod}", delta)
                     break
-        if b.is_control:
+                prev_delta = delta
+        if check_timestamps and timestamps_bad is None:
+            for r in records:
+                if r.timestamp > max_ts:
+                    timestamps_bad = ("record_timestamp_invalid", f"record {r.offset} has timestamp {r.timestamp} above the batch maxTimestamp {max_ts}", f"<= {max_ts}", r.timestamp)
+                    break
+        if check_controls and controls_bad is None:
             for r in records:
                 try:
                     _v, type_id = decode_control_key(r.key)
@@ -1293,21 +1322,35 @@ def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts
                     else:
                         decode_kraft_control(type_id, r.value)
                 except KafkaToolError as e:
-                    add("invalid_control_record", f"control record {r.offset}: {e.message}")
+                    controls_bad = ("invalid_control_record", f"control record {r.offset}: {e.message}", None, None)
                     break
-    else:
-        prev_off = None
-        for r in records:
-            if r.crc_valid is False:
-                add("inner_crc_mismatch", f"inner message {r.offset} fails its CRC (stored {r.crc}) inside a wrapper whose outer CRC is valid")
-                break
-            if prev_off is not None and r.offset <= prev_off:
-                add("record_offset_invalid", f"inner message offsets not increasing ({prev_off} then {r.offset})")
-                break
-            prev_off = r.offset
-        if b.attributes & 0x07 and records and records[-1].offset != b.offset and b.offset != 0:
-            # (a wrapper offset of 0 is the librdkafka quirk Kafka accepts, §17 C.25)
-            add("invalid_wrapper", f"wrapper offset {b.offset} is not its last inner offset {records[-1].offset}", expected=records[-1].offset, found=b.offset)
+    for bad in (offsets_bad, timestamps_bad, controls_bad):
+        if bad is not None:
+            add(bad[0], bad[1], expected=bad[2], found=bad[3])
+
+
+def _check_legacy_records(b: Batch, chunks, add: _Adder) -> None:
+    """The record checks of a legacy entry (a wrapper's inner messages), chunk by chunk."""
+    prev_off = None
+    looking = True
+    last_off = None
+    for records in chunks:
+        if looking:
+            for r in records:
+                if r.crc_valid is False:
+                    add("inner_crc_mismatch", f"inner message {r.offset} fails its CRC (stored {r.crc}) inside a wrapper whose outer CRC is valid")
+                    looking = False
+                    break
+                if prev_off is not None and r.offset <= prev_off:
+                    add("record_offset_invalid", f"inner message offsets not increasing ({prev_off} then {r.offset})")
+                    looking = False
+                    break
+                prev_off = r.offset
+        if records:
+            last_off = records[-1].offset
+    if b.attributes & 0x07 and last_off is not None and last_off != b.offset and b.offset != 0:
+        # (a wrapper offset of 0 is the librdkafka quirk Kafka accepts, §17 C.25)
+        add("invalid_wrapper", f"wrapper offset {b.offset} is not its last inner offset {last_off}", expected=last_off, found=b.offset)
 
 
 # --------------------------------------------------------------------------- side files
@@ -1486,7 +1529,7 @@ def _check_snapshot(path: str, part: _Partition, out: list[Finding]) -> None:
         out.append(Finding(path, e.position, None, "snapshot_invalid", e.message))
         return
     if not s.crc_valid:
-        out.append(Finding(path, 2, 4, "snapshot_crc_mismatch", f"Snapshot is corrupt (CRC is no longer valid). Stored crc: {s.crc}. Computed crc: {s.computed_crc}", expected=s.computed_crc, found=s.crc))
+        out.append(Finding(path, 2, 4, "snapshot_crc_mismatch", f"Snapshot is corrupt (CRC is no longer valid) (stored crc {s.crc}, computed crc {s.computed_crc})", expected=s.computed_crc, found=s.crc))
     try:
         at = names.parse_base_offset(name)
     except KafkaToolError:

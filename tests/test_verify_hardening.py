@@ -503,3 +503,105 @@ def test_pending_marks_match_the_repair_constants():
 
     assert safety.TEMP_SUFFIX.startswith(verify_module._PENDING_MARK)
     assert safety.JOURNAL_SUFFIX.startswith(verify_module._PENDING_MARK)
+
+
+# --------------------------------------------------------------------------- output people and scripts read
+
+
+def _damaged(root: Path, name: str = "t-0") -> Path:
+    """A bad CRC in the third batch (position 218; two good batches follow)."""
+    data = bytearray(HEALTHY)
+    data[218 + 70] ^= 0x01
+    return partition(root, {INDEX: b"", LOG: bytes(data)}, name=name)
+
+
+def test_crc_findings_say_stored_and_computed_and_follow_the_convention(tmp_path, scan):
+    import crc32c  # an independent CRC-32C (the crc32c package, not kafkatool's)
+
+    d = _damaged(tmp_path)
+    data = (d / LOG).read_bytes()[218 : 218 + BATCH]
+    stored = int.from_bytes(data[17:21], "big")
+    computed = crc32c.crc32c(data[21:])
+    (f,) = findings(d)
+    assert f.kind == "crc_mismatch" and f.position == 218
+    assert f"(stored crc {stored}, computed crc {computed}; the batch spans {BATCH} bytes)" in f.message
+    # found = what is on disk, expected = what a valid file would hold (errors.py)
+    assert (f.found, f.expected) == (stored, computed)
+
+
+def test_snapshot_crc_message_names_stored_and_computed(tmp_path):
+    import crc32c
+
+    from kafkatool.segment.snapshot import ProducerSnapshotEntry, encode_producer_snapshot
+
+    snap = bytearray(encode_producer_snapshot([ProducerSnapshotEntry(7, 0, 0, 14, 0, 1_000_014, 0, -1)]))
+    snap[-1] ^= 0x01  # a byte the CRC covers (it covers [6, end))
+    stored = int.from_bytes(snap[2:6], "big")
+    d = partition(tmp_path, {LOG: HEALTHY, INDEX: b"", "00000000000000000015.snapshot": bytes(snap)})
+    (f,) = findings(d)
+    assert f.kind == "snapshot_crc_mismatch"
+    assert f.message.endswith(f"(stored crc {stored}, computed crc {crc32c.crc32c(bytes(snap[6:]))})")
+    assert f.found == stored
+
+
+def test_the_summary_is_one_unwrapped_line_without_rich_when_stderr_is_not_a_terminal(tmp_path):
+    # `verify ... 2>&1 | grep "no failing findings"` found nothing: Rich wrapped at 80 columns
+    d = partition(tmp_path / ("a-long-directory-name-" * 4), {LOG: HEALTHY, INDEX: b""}, name="orders-0")
+    r = _cli("verify", str(d))
+    assert r.returncode == 0 and r.stdout == "", r
+    assert r.stderr.splitlines() == ["Checked 2 files (1 segment, 5 batches, 545 bytes) in " + r.stderr.split(" in ", 1)[1].split(" s:")[0] + " s: no failing findings"], r
+    r = _cli("verify", str(_damaged(tmp_path)))
+    lines = r.stderr.splitlines()
+    assert r.returncode == 1 and lines[0].endswith(" s: 1 finding that fails the check") and lines[1:] == ["  crc_mismatch  1"], r
+    # and Rich is not imported for it
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "kafkatool", "verify", str(d)], cwd=REPO,
+                       capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    imported = [line.rsplit("|", 1)[1].strip() for line in p.stderr.splitlines() if line.startswith("import time:")]
+    assert p.returncode == 0 and "no failing findings" in p.stderr
+    assert [m for m in imported if m == "rich" or m.startswith("rich.")] == []
+
+
+def test_quiet_means_no_summary(tmp_path):
+    r = _cli("verify", "-q", str(_damaged(tmp_path)))
+    assert r.returncode == 1 and r.stderr == "" and r.stdout.count("crc_mismatch") == 1, r
+
+
+def test_one_format_vocabulary(run, tmp_path):
+    d = _damaged(tmp_path)
+    line = f"{d / LOG}:218: crc_mismatch: "
+    # text: plain lines (the default when stdout is not a terminal)
+    for args in ((), ("--format", "text")):
+        r = run("verify", "-q", *args, str(d))
+        assert r.code == 1 and len(r.lines) == 1 and r.lines[0].startswith(line) and r.lines[0].endswith(" (2 good batches follow)"), r
+    # lines: the old name of text, still accepted
+    r = run("verify", "--format", "lines", str(d))
+    assert r.code == 1 and r.lines[0].startswith(line) and "--format lines is now called --format text" in r.err, r
+    # table: the Rich table
+    r = run("verify", "-q", "--format", "table", str(d))
+    assert r.code == 1 and r.lines[0].startswith("Findings") and "┃ file" in r.out and not any(x.startswith(line) for x in r.lines), r
+    # jsonl: compact camelCase objects and a summary
+    r = run("verify", "-q", "--format", "jsonl", str(d))
+    finding, summary = (json.loads(x) for x in r.lines)
+    assert r.lines[0] == json.dumps(finding, separators=(",", ":"), ensure_ascii=False)
+    assert list(finding) == ["type", "file", "position", "length", "kind", "batchIndex", "offset", "expected", "found", "message", "batchesAfter"]
+    assert summary["type"] == "summary" and "partitionStates" in summary and summary["failing"] == 1
+    # help shows the three, not the alias
+    r = run("verify", "--help")
+    assert "[text|table|jsonl]" in r.out and "lines" not in r.out.split("--format", 1)[1].split("--fail-on")[0]
+    assert run("verify", "--format", "rich", str(d)).code == 2
+
+
+def test_tables_show_times_as_iso_8601_next_to_the_milliseconds(run, tmp_path):
+    from test_verify import patch
+
+    # a CreateTime maxTimestamp (batch bytes 35-42) below the baseTimestamp (1,000,006)
+    bad = patch(v2(6), 35, ">q", 999_000)
+    d = partition(tmp_path, {INDEX: b"", LOG: HEALTHY[: 2 * BATCH] + bad})
+    r = run("verify", "-q", "--format", "table", str(d))
+    assert r.code == 1 and "timestamp_invalid" in r.out, r
+    assert "999000 (1970-01-01T00:16:39.000Z)" in r.out, r
+    r = run("verify", "-q", "--format", "jsonl", str(d))
+    assert json.loads(r.lines[0])["found"] == 999000  # jsonl keeps the number
