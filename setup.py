@@ -1,4 +1,6 @@
-"""Build hook for the optional C extension; all metadata lives in pyproject.toml."""
+"""Build hook for the optional C extension and the man pages; all other metadata lives in pyproject.toml."""
+
+from glob import glob
 
 from setuptools import Extension, setup
 
@@ -7,8 +9,15 @@ setup(
         Extension(
             "kafkatool.record._speedups",
             ["kafkatool/record/_speedups.c"],
-            # No compiler, or a failed build: install anyway, v2.py falls back to Python.
+            # No compiler, or a failed build: install anyway, every module falls back to Python
+            # (`kafkatool --version` says which is in use).
             optional=True,
         )
+    ],
+    # The man pages (generated into man/ by `python -m kafkatool.cli.manpage man/`), installed
+    # under <prefix>/share/man, where man(1) finds them: `man kafkatool-verify`, `man kafkatool-runbooks`.
+    data_files=[
+        ("share/man/man1", sorted(glob("man/*.1"))),
+        ("share/man/man7", sorted(glob("man/*.7"))),
     ],
 )
