@@ -44,9 +44,12 @@ import hashlib
 import json
 import os
 import shutil
+import stat
+import struct
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.segment import files as names
@@ -74,10 +77,12 @@ from kafkatool.safety import (  # re-exported: the safety layer lived here first
     LogDirLock,
     RepairError,
     TransitionalDirError,
+    check_backup_location,
     default_backup_dir,
     fault_point,
     fsync_dir,
     log_dir_of,
+    real_log_dir_of,
     read_or_none,
     sha256_hex,
     write_durably,
@@ -115,6 +120,15 @@ __all__ = [
     "NO_EXCHANGE_ENV",
     "find_segments",
     "find_pending_state",
+    "scan_targets",
+    "Targets",
+    "TargetProblem",
+    "index_findings",
+    "refused_plan",
+    "PartitionRefused",
+    "apply_locked",
+    "apply_all",
+    "COVERAGE_SLACK",
     "check_partition_dir",
     "default_backup_dir",
     "log_dir_of",
@@ -133,13 +147,21 @@ def _journal_path(directory: str, prefix: str) -> str:
 
 
 def replace_files(
-    items: Sequence[tuple[str, bytes]], backup: Backup, *, reason: str = "", journal_prefix: str | None = None
+    items: Sequence[tuple[str, bytes]], backup: Backup, *, reason: str = "", journal_prefix: str | None = None,
+    like: dict[str, str] | None = None, tool: str = "kafkatool reindex",
 ) -> None:
     """Replace every ``(path, data)`` (all in one directory) crash-safely; see the module doc.
 
     Steps, each a fault point: back up each old file (fsynced); write and fsync each
     ``<path>.kafkatool-tmp``; write the journal (commit point); ``os.replace`` each into
     place; fsync the directory; remove the journal.
+
+    A temp file is always a new file (``O_EXCL | O_NOFOLLOW``, after removing whatever had its
+    name, a symbolic link included: nothing is ever written through a planted link), with the
+    owner and mode of the file it replaces, or of ``like[path]`` (another path) for a new one,
+    so that a broker running as another user can still open it writable. An ``OSError`` (a
+    full disk) names the file; the temp files written so far are removed (the old state is
+    untouched before the journal is committed).
     """
     if not items:
         return
@@ -147,32 +169,33 @@ def replace_files(
     if any(os.path.dirname(os.path.abspath(p)) != directory for p, _ in items):
         raise RepairError("replace_files needs files of a single directory", path=directory)
     prefix = journal_prefix or os.path.basename(items[0][0]).split(".", 1)[0]
+    like = dict(like or {})
     for path, data in items:
-        backup.save(path, data, reason)
+        with _naming(backup.root, f"while copying {path} into the backup"):
+            backup.save(path, data, reason)
         fault_point("after backup")
-    temps = []
-    for path, data in items:
-        tmp = os.path.abspath(path) + TEMP_SUFFIX
-        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-        fd = os.open(tmp, flags, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view):]
-            fault_point("after temp write")
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        fault_point("after temp fsync")
-        temps.append((tmp, os.path.abspath(path), data))
-    journal = _journal_path(directory, prefix)
-    record = {
-        "backup_dir": backup.root,
-        "replace": [{"temp": os.path.basename(t), "target": os.path.basename(p), "size": len(d), "sha256": sha256_hex(d)} for t, p, d in temps],
-    }
-    write_durably(journal + TEMP_SUFFIX, (json.dumps(record, indent=2) + "\n").encode())
-    os.replace(journal + TEMP_SUFFIX, journal)
-    fsync_dir(directory)  # commit point: the temp files and the journal are durable
+    temps: list[tuple[str, str, bytes]] = []
+    try:
+        for path, data in items:
+            path = os.path.abspath(path)
+            tmp = path + TEMP_SUFFIX
+            model = _stat_or_none(path) or _stat_or_none(like.get(path) or like.get(os.path.basename(path)) or "")
+            _new_file(tmp, data, model)
+            temps.append((tmp, path, data))
+        journal = _journal_path(directory, prefix)
+        record = {
+            "tool": tool,
+            "backup_dir": backup.root,
+            "replace": [{"temp": os.path.basename(t), "target": os.path.basename(p), "size": len(d), "sha256": sha256_hex(d)}
+                        for t, p, d in temps],
+        }
+        _new_file(journal + TEMP_SUFFIX, (json.dumps(record, indent=2) + "\n").encode(), None, fault=False)
+        with _naming(journal):
+            os.replace(journal + TEMP_SUFFIX, journal)
+            fsync_dir(directory)  # commit point: the temp files and the journal are durable
+    except BaseException:
+        _unlink_all([t for t, _p, _d in temps] + [_journal_path(directory, prefix) + TEMP_SUFFIX])
+        raise
     fault_point("after journal")
     for tmp, path, _data in temps:
         os.replace(tmp, path)
@@ -182,6 +205,56 @@ def replace_files(
     os.unlink(journal)
     fsync_dir(directory)
     fault_point("after journal removal")
+
+
+@contextmanager
+def _naming(path: str, context: str = "") -> Iterator[None]:
+    """An ``OSError`` without a file name (``write``, ``fsync``: a full disk) gets ``path``."""
+    try:
+        yield
+    except OSError as e:
+        if e.filename is None or context:
+            strerror = (e.strerror or str(e)) + (f" ({context})" if context else "")
+            raise OSError(e.errno, strerror, e.filename or path) from None
+        raise
+
+
+def _stat_or_none(path: str) -> os.stat_result | None:
+    if not path:
+        return None
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _new_file(path: str, data: bytes, like: os.stat_result | None, *, fault: bool = True) -> None:
+    """Create ``path`` afresh (whatever had its name is removed first, never followed), write
+    ``data``, give it ``like``'s owner and mode, fsync it. Errors name ``path``."""
+    with _naming(path):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
+                     0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if fault:
+                fault_point("after temp write")
+            if like is not None:
+                _take_owner(fd, like)
+            os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            _unlink_all([path])
+            raise
+        os.close(fd)
+    if fault:
+        fault_point("after temp fsync")
 
 
 def write_atomically(path: str, data: bytes, backup: Backup | str, *, reason: str = "") -> None:
@@ -287,13 +360,29 @@ def _remove_staging(path: str, fault: bool = False) -> None:
     os.rmdir(path)
 
 
-def _discard_staging(path: str) -> None:
-    """Best effort, on the way out of a failed build: what remains is a leftover the next run removes."""
+def _discard_staging(path: str) -> bool:
+    """Best effort, on the way out of a failed build: what remains is a leftover the next run
+    removes. Returns whether the staging dir is gone."""
     try:
         _remove_staging(path)
         fsync_dir(os.path.dirname(path))
+    except FileNotFoundError:
+        pass
     except OSError:
         pass
+    return not os.path.lexists(path)
+
+
+def _build_failed(e: OSError, staging: str, when: str) -> RepairError:
+    """A write error before the switch (a full disk): the partition dir is the old state; the
+    partial staging dir is removed, or left for the next run, and the message says which."""
+    gone = _discard_staging(staging)
+    return RepairError(
+        f"{e.strerror or e} ({when}); nothing changed: the partition dir is the old state; "
+        + ("the partial staging dir was removed" if gone
+           else f"the partial staging dir {staging} is left behind (the next run removes it)"),
+        path=e.filename or staging,
+    )
 
 
 _renameat2_cache: list = []
@@ -446,7 +535,13 @@ def _stage_file(dst: str, like: os.stat_result, *, data: bytes | None = None, so
                 ranges: Sequence[tuple[int, int]] | None = None) -> None:
     """Create ``dst`` (it must not exist) from ``data``, or from ``source`` whole or its ``ranges``;
     owner and mode of ``like``; fsynced. A whole copy keeps the source's timestamps."""
-    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with _naming(dst):
+        _stage_file_named(dst, like, data, source, ranges)
+
+
+def _stage_file_named(dst: str, like: os.stat_result, data: bytes | None, source: str | None,
+                      ranges: Sequence[tuple[int, int]] | None) -> None:
+    fd = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     try:
         if data is not None:
             view = memoryview(data)
@@ -577,6 +672,8 @@ def exchange_partition(
         fsync_dir(staging)
         fsync_dir(log_dir)
         fault_point("after staging fsync")
+    except OSError as e:
+        raise _build_failed(e, staging, "while the new partition dir was built") from None
     except BaseException:
         _discard_staging(staging)
         raise
@@ -584,6 +681,8 @@ def exchange_partition(
     if before_switch is not None:
         try:
             before_switch()
+        except OSError as e:
+            raise _build_failed(e, staging, "while the backup was written") from None
         except BaseException:
             _discard_staging(staging)
             raise
@@ -675,33 +774,191 @@ def find_pending_state(partition_dir: str) -> list[tuple[str, str]]:
 # ----------------------------------------------------------------------------- targets
 
 
+@dataclass(frozen=True, slots=True)
+class TargetProblem:
+    """Something :func:`scan_targets` could not take as a segment, and why."""
+
+    path: str
+    kind: str
+    """``usage`` (a path named on the command line that is not a segment, a partition dir or a log
+    dir: refused, exit 2), ``unreadable`` (a directory that cannot be listed), ``invalid_segment_name``
+    (a ``*.log`` whose name is not an offset: Kafka cannot load the log dir), ``not_regular`` (a
+    ``.log`` that is a FIFO, a device, ...: never opened), or ``skipped`` (a note: a kafkatool
+    backup dir, a transitional partition dir, a ``.log`` with a non-canonical name)."""
+    message: str
+
+    @property
+    def is_finding(self) -> bool:
+        """A problem that makes the run's exit status 1 (``usage`` makes it 2, ``skipped`` nothing)."""
+        return self.kind in ("unreadable", "invalid_segment_name", "not_regular")
+
+
+@dataclass(frozen=True, slots=True)
+class Targets:
+    """What :func:`scan_targets` found."""
+
+    segments: tuple[str, ...]
+    """The ``.log`` segments, absolute, their directories resolved (symlinks followed), in order."""
+    problems: tuple[TargetProblem, ...]
+    directories: int
+    """How many directories were listed (for the "nothing found" message)."""
+    files: int
+    """How many files were seen in them."""
+
+    @property
+    def usage_errors(self) -> tuple[TargetProblem, ...]:
+        return tuple(p for p in self.problems if p.kind == "usage")
+
+    def nothing_found(self, paths: Sequence[str]) -> str | None:
+        """A one-line message when ``paths`` hold nothing Kafka at all (no segment, no finding), else None."""
+        if self.segments or any(p.kind != "skipped" for p in self.problems):
+            return None
+        where = ", ".join(paths)
+        skipped = sum(1 for p in self.problems if p.kind == "skipped")
+        return (f"{where}: no Kafka segment found ({self.directories} directories and {self.files} files searched"
+                + (f", {skipped} skipped" if skipped else "")
+                + "): expected <20-digit base offset>.log files in <topic>-<partition> directories, "
+                  "or a log dir (or a directory of log dirs) holding them")
+
+
+_SEGMENT_SIDE = (names.FileKind.INDEX, names.FileKind.TIMEINDEX, names.FileKind.TXNINDEX)
+_SEGMENTISH = (".log", ".index", ".timeindex", ".txnindex")
+
+
+def _is_backup_dir(entries: Sequence[str]) -> bool:
+    """A kafkatool backup dir (its partition-named subdirectories hold copies, never live segments)."""
+    return "MANIFEST.json" in entries and "RESTORE.txt" in entries
+
+
+def _unloadable_name(name: str) -> bool:
+    """A ``*.log`` Kafka's loader cannot parse (``Long.parseLong`` of the name up to the first ``.``)."""
+    return names.java_parse_int(name.split(".", 1)[0], 64) is None
+
+
+def scan_targets(paths: Iterable[str], *, allow_transitional: bool = True) -> Targets:
+    """The segments named by ``paths`` (segment or side files, partition dirs, log dirs, directories
+    of log dirs, searched recursively without following symbolic links below the named paths), and
+    every problem met on the way, so that one bad directory or file name does not hide the rest.
+
+    A named ``.index``/``.timeindex``/``.txnindex`` stands for its segment; KRaft ``.checkpoint``
+    snapshots have no indexes and are skipped. Below a named directory, kafkatool's staging dirs
+    and backup dirs are skipped, and so are ``-delete``/``-future``/``-stray`` partition dirs unless
+    ``allow_transitional`` (a named one is kept: the caller refuses it or not). Reads directory
+    listings only; never opens a file.
+    """
+    segments: list[str] = []
+    seen: set[str] = set()
+    problems: list[TargetProblem] = []
+    counts = [0, 0]
+
+    def add(path: str) -> None:
+        if path not in seen:
+            seen.add(path)
+            segments.append(path)
+
+    def regular(path: str) -> bool:
+        try:
+            mode = os.stat(path).st_mode
+        except OSError as e:
+            problems.append(TargetProblem(path, "unreadable", f"cannot stat the file: {e.strerror or e}"))
+            return False
+        if not stat.S_ISREG(mode):
+            problems.append(TargetProblem(path, "not_regular", "a .log that is not a regular file (a FIFO, a "
+                                                               "device, a directory...): not opened"))
+            return False
+        return True
+
+    def partition(d: str, entries: Sequence[str], named: bool) -> None:
+        pd = names.parse_partition_dir(os.path.basename(d))
+        if not named and not allow_transitional and pd is not None and pd.state is not None:
+            problems.append(TargetProblem(d, "skipped", f"a partition dir marked '-{pd.state}' (being deleted, "
+                                                        "moved or stray); --allow-transitional includes it"))
+            return
+        for n in entries:
+            if not n.endswith(".log"):
+                continue
+            p = os.path.join(d, n)
+            if names.classify(n) is names.FileKind.LOG:
+                if regular(p):
+                    add(p)
+            elif os.path.isfile(p) or not os.path.exists(p):
+                if _unloadable_name(n):
+                    problems.append(TargetProblem(p, "invalid_segment_name",
+                                                  "the name is not a base offset (a signed 64-bit decimal before "
+                                                  "the first '.'): Kafka cannot load this partition (its log "
+                                                  "loading fails with NumberFormatException); not indexed"))
+                else:
+                    problems.append(TargetProblem(p, "skipped", "not a 20-digit segment name; not indexed"))
+
+    def walk(d: str, named: bool) -> None:
+        try:
+            entries = sorted(os.listdir(d))
+        except OSError as e:
+            problems.append(TargetProblem(d, "unreadable", f"cannot list the directory: {e.strerror or e}"))
+            return
+        counts[0] += 1
+        if is_staging_dir(d) and not named:
+            return  # an interrupted run's staging dir: the plan of its partition removes it
+        if not named and _is_backup_dir(entries):
+            problems.append(TargetProblem(d, "skipped", "a kafkatool backup dir (copies, not live segments)"))
+            return
+        subdirs = []
+        files = []
+        for n in entries:
+            try:
+                is_dir = stat.S_ISDIR(os.lstat(os.path.join(d, n)).st_mode)
+            except OSError:
+                continue
+            (subdirs if is_dir else files).append(n)
+        counts[1] += len(files)
+        if any(n.endswith(_SEGMENTISH) for n in files):
+            partition(d, files, named)
+            return
+        for n in subdirs:
+            walk(os.path.join(d, n), False)
+
+    for raw in paths:
+        path = os.path.abspath(raw)
+        if os.path.isdir(path):
+            walk(os.path.realpath(path), True)
+            continue
+        if not os.path.lexists(path) or not os.path.exists(path):
+            problems.append(TargetProblem(path, "usage", "does not exist" if not os.path.lexists(path)
+                                          else "a symbolic link to nothing (or a symbolic link loop)"))
+            continue
+        # a file: resolve its directory, keep its own name (a symlinked .log is read, never replaced)
+        path = os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+        n = os.path.basename(path)
+        kind = names.classify(n)
+        counts[1] += 1
+        if kind is names.FileKind.LOG:
+            if regular(path):
+                add(path)
+        elif kind in _SEGMENT_SIDE:
+            log = str(names.sibling(path, ".log"))
+            if os.path.isfile(log):
+                add(log)
+            else:
+                problems.append(TargetProblem(path, "usage", f"its segment {os.path.basename(log)} does not exist "
+                                                             "(the broker deletes an index without its .log)"))
+        else:
+            what = ("its name is not a base offset" if n.endswith(".log") else "not a segment file")
+            problems.append(TargetProblem(path, "usage", f"{what}: expected <20-digit base offset>.log (or its "
+                                                         ".index, .timeindex, .txnindex), a partition dir or a log dir"))
+    return Targets(tuple(segments), tuple(problems), counts[0], counts[1])
+
+
 def find_segments(paths: Iterable[str]) -> list[str]:
     """The ``.log`` segments named by ``paths`` (segment or side files, partition dirs, log dirs), in order.
 
-    An ``.index``/``.timeindex``/``.txnindex`` stands for its segment. KRaft ``.checkpoint``
-    snapshots have no indexes and are skipped.
+    :func:`scan_targets` without its problems, except that a directory that cannot be listed
+    raises the ``OSError`` (use :func:`scan_targets` to report it and go on).
     """
-    from kafkatool.verify import expand_targets
-
-    out: list[str] = []
-    seen: set[str] = set()
-    for group in expand_targets(paths):
-        for target in group:
-            p = target.path
-            kind = names.classify(p)
-            if kind in (names.FileKind.INDEX, names.FileKind.TIMEINDEX, names.FileKind.TXNINDEX):
-                p = str(names.sibling(p, ".log"))
-                if not os.path.isfile(p):
-                    continue
-            elif kind is not names.FileKind.LOG:
-                continue
-            p = os.path.abspath(p)
-            if is_staging_dir(os.path.dirname(p)):
-                continue  # an interrupted run's staging dir: the plan of its partition removes it
-            if p not in seen:
-                seen.add(p)
-                out.append(p)
-    return out
+    found = scan_targets(paths)
+    for p in found.problems:
+        if p.kind == "unreadable":
+            raise PermissionError(errno.EACCES, p.message, p.path)
+    return list(found.segments)
 
 
 def check_partition_dir(partition_dir: str, allow_transitional: bool = False) -> None:
@@ -724,15 +981,23 @@ class FileChange:
 
     path: str
     kind: str
-    """``index`` or ``timeindex``."""
+    """``index``, ``timeindex`` or ``txnindex``."""
     action: str
-    """``unchanged``, ``rewrite`` or ``create``."""
+    """``unchanged`` (the file is the rebuild, byte for byte), ``keep`` (it differs from the rebuild
+    but passes verify's index checks: left as it is unless ``--all``), ``rewrite`` or ``create``."""
     old_size: int | None
     new_size: int
     old_entries: int | None
     new_entries: int
     data: bytes = field(repr=False)
     old_sha256: str | None = None
+    why: str | None = None
+    """Why a ``rewrite``/``create`` is needed: ``missing``, the first of verify's findings on the
+    file (``kind: message``), that the index does not cover the log, or ``--all``."""
+
+    @property
+    def writes(self) -> bool:
+        return self.action in ("rewrite", "create")
 
 
 @dataclass(frozen=True, slots=True)
@@ -754,13 +1019,22 @@ class ReindexPlan:
     txnindex: str | None = None
     """Path of the segment's ``.txnindex`` when there is one (left unchanged)."""
     leftovers: tuple[str, ...] = ()
-    """Temp files and journals of an interrupted earlier run, removed by apply."""
+    """Temp files and journals of an interrupted earlier reindex (or a truncate that never
+    committed), removed by apply."""
     interrupted_backup: str | None = None
     """The backup dir an interrupted earlier run recorded in its journal."""
     txn_unavailable: str | None = None
     """Why the ``.txnindex`` cannot be rebuilt (the producer state at the base is unknown), or None."""
     staging_leftovers: tuple[str, ...] = ()
     """The staging dir an interrupted run left beside the partition dir (removed by apply)."""
+    refused: str | None = None
+    """Why nothing of this segment may be written (the run's exit status is then 1): a rebuild
+    covering less than the index it would replace, another command's pending journal, a file
+    that cannot be read or is not a regular file. Its ``changes`` say what a rebuild would do."""
+    refused_kind: str | None = None
+    """``bad_batch``, ``pending_truncate``, ``unreadable``, ``not_regular`` or ``changed``, with :attr:`refused`."""
+    rebuild_all: bool = False
+    """Planned with ``--all``: every index that differs from the rebuild is rewritten."""
 
     @property
     def partition_dir(self) -> str:
@@ -768,11 +1042,28 @@ class ReindexPlan:
 
     @property
     def needs_changes(self) -> bool:
-        return bool(self.leftovers or self.staging_leftovers) or any(c.action != "unchanged" for c in self.changes)
+        if self.refused is not None:
+            return False
+        return bool(self.leftovers or self.staging_leftovers) or any(c.writes for c in self.changes)
 
     @property
     def bad_tail_bytes(self) -> int:
         return self.log_size - self.valid_bytes
+
+
+def refused_plan(log_path: str, kind: str, reason: str, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+                 **fields) -> ReindexPlan:
+    """A plan that writes nothing for ``log_path``, saying why (:attr:`ReindexPlan.refused`)."""
+    try:
+        base = names.parse_base_offset(log_path)
+    except KafkaToolError:
+        base = -1
+    try:
+        size = os.stat(log_path).st_size
+    except OSError:
+        size = 0
+    return ReindexPlan(os.path.abspath(log_path), base, index_interval_bytes, size, 0, 0, None, None, (),
+                       refused=reason, refused_kind=kind, **fields)
 
 
 def _describe_stop(walker: SegmentWalker, reason: str | None, position: int) -> str | None:
@@ -830,7 +1121,7 @@ def walk_as_recovery(
             # offset + delta is its last offset too)
             (position, size, offset, _magic, crc, _attrs, lod, _bts, mts, _pid, _pepoch, _bseq, _count, _ple, computed) = batch
             if crc != computed:
-                reason = f"{log_path}:{position}: batch CRC mismatch (expected {crc}, found {computed})"
+                reason = f"{log_path}:{position}: batch CRC mismatch (stored crc {crc}, computed crc {computed})"
             else:
                 reason = None if check is None else check(batch)
             index_error = None
@@ -864,18 +1155,131 @@ def walk_as_recovery(
     return walker, batches, first, last, bad
 
 
+COVERAGE_SLACK = 1 << 20
+"""How much further than a broker's ``.index`` a rebuilt one may reach before the broker's is
+said not to cover the log: ``replica.fetch.max.bytes``' default (1 MiB). A broker indexes once
+per append when more than ``index.interval.bytes`` have passed (§8.3), and a follower appends up
+to that much at a time, so its last entry can lie up to about an interval and one append before
+the last batch; a rebuild (one check per batch) lies at most an interval and one batch before it."""
+
+_FINDING_PREFIXES = (("txnindex", "txnindex_"), ("timeindex", "timeindex_"), ("index", "index_"))
+
+
+def index_findings(log_path: str, index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES) -> dict[str, list[tuple[str, str]]]:
+    """verify's verdict on a segment's index files: ``{"index"|"timeindex"|"txnindex": [(kind,
+    message), ...]}`` for every finding of ``kafkatool verify`` on them that fails a run (its
+    ``INFO_KINDS`` left out: a preallocated tail, a record offset of a broker <= 3.7, a missing
+    ``.index``). reindex rewrites, by default, the files listed here, so the two commands agree.
+    """
+    from kafkatool.verify import INFO_KINDS, Finding, VerifyOptions, verify_paths
+
+    targets = [log_path] + [str(names.sibling(log_path, s)) for s in (".index", ".timeindex", ".txnindex")
+                            if os.path.lexists(names.sibling(log_path, s))]
+    out: dict[str, list[tuple[str, str]]] = {}
+    for f in verify_paths(targets, VerifyOptions(index_interval_bytes=index_interval_bytes)):
+        if not isinstance(f, Finding) or f.kind in INFO_KINDS:
+            continue
+        for kind, prefix in _FINDING_PREFIXES:
+            if f.kind.startswith(prefix):
+                out.setdefault(kind, []).append((f.kind, f.message))
+                break
+    return out
+
+
+class _NotRegular(RepairError):
+    """An index file that is a symbolic link, a FIFO, a directory...: never read through, never replaced."""
+
+
+def _read_side(path: str) -> bytes | None:
+    """An index file's bytes (None when there is none), read without following a symbolic link
+    and without blocking on a FIFO."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        what = "a symbolic link" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+        raise _NotRegular(f"{what}: reindex reads and replaces regular files only", path=path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+    try:
+        chunks = []
+        while True:
+            piece = os.read(fd, COPY_CHUNK)
+            if not piece:
+                break
+            chunks.append(piece)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _offset_reach(data: bytes, log_size: int) -> int:
+    """The furthest position inside the log an offset index points at (-1 when none does)."""
+    usable = len(data) - len(data) % OFFSET_ENTRY_SIZE
+    return max((p for _r, p in struct.iter_unpack(">ii", data[:usable]) if 0 <= p < log_size), default=-1)
+
+
+def _reaches_past(change: FileChange, old: bytes, base: int, valid_bytes: int, log_size: int, last: int | None) -> bool:
+    """Whether the file ``change`` would replace describes more of the log than the rebuild:
+    batches at or after the first bad one (byte ``valid_bytes``; ``last`` is the last valid offset)."""
+    limit = base - 1 if last is None else last
+    if change.kind == "index":
+        return _offset_reach(old, log_size) >= valid_bytes
+    if change.kind == "timeindex":
+        usable = len(old) - len(old) % TIME_ENTRY_SIZE
+        return any(base + rel > limit for _ts, rel in struct.iter_unpack(">qi", old[:usable]))
+    usable = len(old) - len(old) % TXN_ENTRY_SIZE  # txnindex: lastOffset at bytes 18..26 of an entry
+    return any(struct.unpack_from(">q", old, i + 18)[0] > limit for i in range(0, usable, TXN_ENTRY_SIZE))
+
+
 def plan_reindex(
     segment_log_path: str,
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    *,
+    rebuild_all: bool = False,
+    pending: Sequence[tuple[str, str]] | None = None,
 ) -> ReindexPlan:
-    """Plan the rebuild of one segment's ``.index`` and ``.timeindex`` (§8.3, §12.2). Reads only.
+    """Plan the rebuild of one segment's ``.index``, ``.timeindex`` and ``.txnindex`` (§8.3, §9, §12.2). Reads only.
 
     The walk stops where recovery would: at the first entry failing the §3 walk, a CRC
-    (``ensureValid``), or an offset the index cannot take. The indexes then describe only
-    the valid bytes before it, as the broker's would; :attr:`ReindexPlan.bad_tail` says why.
+    (``ensureValid``), or an offset the index cannot take. The rebuilt indexes then describe
+    only the valid bytes before it, as the broker's would; :attr:`ReindexPlan.bad_tail` says why.
+
+    Which files are rewritten: a missing ``.index`` or ``.timeindex`` is created; a file that
+    differs from the rebuild is rewritten when ``kafkatool verify`` finds it wrong
+    (:func:`index_findings`) or, for the ``.index``, when it does not cover the log (its last
+    entry more than ``index.interval.bytes`` + :data:`COVERAGE_SLACK` before the rebuild's),
+    else kept (a live broker indexes per append, the rebuild per batch: the spacing differs,
+    the files are both right). ``rebuild_all`` rewrites every file that differs.
+
+    The plan is refused (:attr:`ReindexPlan.refused`), whatever the mode, when a file to be
+    rewritten describes batches after a bad batch the rebuild stops at (a rebuild never covers
+    less of the log than the file it replaces: ``kafkatool truncate`` first), when another
+    command's journal is pending in the partition dir (``pending``: :func:`find_pending_state`,
+    computed when None), or when an index file is not a regular file.
     """
     log_path = os.path.abspath(segment_log_path)
+    directory = os.path.dirname(log_path)
+    if pending is None:
+        pending = find_pending_state(directory)
+    for p, what in pending:
+        if what.startswith("truncate journal"):
+            temps = sum(1 for _q, w in pending if w.startswith("pending temp file"))
+            return refused_plan(
+                log_path, "pending_truncate",
+                f"an interrupted truncate is pending in this partition dir (its journal {os.path.basename(p)}"
+                f"{f' and {temps} temp files it names' if temps else ''}); reindex never removes another "
+                f"command's pending state: run `kafkatool truncate --execute {directory}` to finish the "
+                "interrupted truncate, then reindex", index_interval_bytes, rebuild_all=rebuild_all)
     base = names.parse_base_offset(log_path)
+    sides = [("index", ".index", OFFSET_ENTRY_SIZE), ("timeindex", ".timeindex", TIME_ENTRY_SIZE),
+             ("txnindex", ".txnindex", TXN_ENTRY_SIZE)]
+    olds: dict[str, bytes | None] = {}
+    try:
+        for kind, suffix, _size in sides:
+            olds[kind] = _read_side(str(names.sibling(log_path, suffix)))
+    except _NotRegular as e:
+        return refused_plan(log_path, "not_regular", e.message, index_interval_bytes, rebuild_all=rebuild_all)
     builder = IndexBuilder(base, index_interval_bytes=index_interval_bytes, path=str(names.sibling(log_path, ".index")))
     ongoing, txn_unavailable = _producer_state_at(log_path, base)
     aborted: list[AbortedTxn] = []
@@ -889,61 +1293,80 @@ def plan_reindex(
         log_path, builder, take_transactional=ongoing is None, on_batch=None if ongoing is None else track
     )
     log_size = walker.file_size
-    stop = _describe_stop(walker, None if bad is None else bad[1], builder.valid_bytes)
-    new_index, new_time = builder.finish()
-    changes = []
-    for kind, suffix, data, size in (
-        ("index", ".index", new_index, OFFSET_ENTRY_SIZE),
-        ("timeindex", ".timeindex", new_time, TIME_ENTRY_SIZE),
-    ):
-        path = str(names.sibling(log_path, suffix))
-        old = read_or_none(path)
-        if old is None:
-            action = "create"
-        elif old == data:
+    valid = builder.valid_bytes
+    stop = _describe_stop(walker, None if bad is None else bad[1], valid)
+    new = dict(zip(("index", "timeindex"), builder.finish()))
+    if ongoing is not None:  # the aborted-transaction index, as recovery rebuilds it from the control batches (§9)
+        new["txnindex"] = encode_txn_index(aborted)
+    changes: list[FileChange] = []
+    verdict: dict[str, list[tuple[str, str]]] | None = None
+    for kind, suffix, size in sides:
+        if kind not in new:
+            continue  # the .txnindex when the producer state at the base is unknown
+        data, old = new[kind], olds[kind]
+        why = None
+        if old == data:
             action = "unchanged"
+        elif old is None:
+            if kind == "txnindex" and not data:
+                continue  # no aborted transaction: Kafka creates no .txnindex either
+            action, why = "create", "missing"
+        elif rebuild_all:
+            action, why = "rewrite", "--all"
         else:
-            action = "rewrite"
-        changes.append(
-            FileChange(
-                path, kind, action,
-                None if old is None else len(old), len(data),
-                None if old is None else len(old) // size, len(data) // size,
-                data, None if old is None else sha256_hex(old),
-            )
-        )
-    txn = str(names.sibling(log_path, ".txnindex"))
-    if ongoing is not None:
-        # the aborted-transaction index, as recovery rebuilds it from the control batches (§9)
-        data = encode_txn_index(aborted)
-        old = read_or_none(txn)
-        if old is None:
-            action = "create" if data else None
-        else:
-            action = "unchanged" if old == data else "rewrite"
-        if action is not None:
-            changes.append(FileChange(
-                txn, "txnindex", action, None if old is None else len(old), len(data),
-                None if old is None else len(old) // TXN_ENTRY_SIZE, len(data) // TXN_ENTRY_SIZE,
-                data, None if old is None else sha256_hex(old),
-            ))
+            verdict = index_findings(log_path, index_interval_bytes) if verdict is None else verdict
+            found = verdict.get(kind)
+            if found:
+                action, why = "rewrite", f"{found[0][0]}: {found[0][1]}" + (
+                    f" (and {len(found) - 1} more findings)" if len(found) > 1 else "")
+            else:
+                action = "keep"
+                if kind == "index":
+                    reach_new = _offset_reach(data, log_size)
+                    reach_old = _offset_reach(old, log_size)
+                    if reach_new - max(reach_old, 0) > index_interval_bytes + COVERAGE_SLACK:
+                        action = "rewrite"
+                        why = ("index_not_covering: the index does not cover the log: "
+                               + (f"its last entry points at byte {reach_old}" if reach_old >= 0 else "it has no entry")
+                               + f", the rebuilt index's at byte {reach_new} of {log_size}")
+        changes.append(FileChange(
+            str(names.sibling(log_path, suffix)), kind, action,
+            None if old is None else len(old), len(data),
+            None if old is None else len(old) // size, len(data) // size,
+            data, None if old is None else sha256_hex(old), why,
+        ))
+    refused = refused_kind = None
+    if valid < log_size:
+        losing = [c for c in changes if c.action == "rewrite"
+                  and _reaches_past(c, olds[c.kind] or b"", base, valid, log_size, last)]
+        if losing:
+            what = " and ".join(os.path.basename(c.path) for c in losing)
+            reason = (stop or "").split(": ", 1)[-1] if stop and stop.startswith(log_path) else (stop or "")
+            refused_kind = "bad_batch"
+            refused = (f"bad batch at byte {valid} ({reason}): a rebuild stops there, as recovery does, so the "
+                       f"rebuilt {what} would cover less of the log than the {'files' if len(losing) > 1 else 'file'} "
+                       f"on disk, which {'describe' if len(losing) > 1 else 'describes'} batches after it; "
+                       f"run `kafkatool truncate --execute {directory}` first")
     prefix = os.path.basename(log_path).split(".", 1)[0]
-    directory = os.path.dirname(log_path)
     leftovers = []
     interrupted_backup = None
-    for n in sorted(os.listdir(directory)):
-        if n.split(".", 1)[0] == prefix and (n.endswith(TEMP_SUFFIX) or n.endswith(JOURNAL_SUFFIX)):
-            leftovers.append(os.path.join(directory, n))
-            if n.endswith(JOURNAL_SUFFIX):
-                try:
-                    with open(os.path.join(directory, n), encoding="utf-8") as f:
-                        interrupted_backup = json.load(f).get("backup_dir")
-                except (OSError, ValueError):
-                    pass
+    for p, what in pending:
+        n = os.path.basename(p)
+        if n.split(".", 1)[0] != prefix or not what.startswith(("temp file", "reindex journal")):
+            continue  # not this segment's, or another command's pending state (never removed)
+        leftovers.append(p)
+        if what.startswith("reindex journal"):
+            try:
+                with open(p, "rb") as f:
+                    interrupted_backup = json.loads(f.read(1 << 20).decode("utf-8", "surrogateescape")).get("backup_dir")
+            except (OSError, ValueError, AttributeError):
+                pass
+    txn = str(names.sibling(log_path, ".txnindex"))
     return ReindexPlan(
-        log_path, base, index_interval_bytes, log_size, builder.valid_bytes, batches, first, last,
-        tuple(changes), stop, txn if os.path.exists(txn) else None, tuple(leftovers), interrupted_backup,
-        txn_unavailable, find_staging_dirs(directory),
+        log_path, base, index_interval_bytes, log_size, valid, batches, first, last,
+        tuple(changes), stop, txn if olds["txnindex"] is not None else None, tuple(leftovers), interrupted_backup,
+        txn_unavailable, tuple(p for p, what in pending if what.startswith("staging dir")),
+        refused, refused_kind, rebuild_all,
     )
 
 
@@ -951,17 +1374,30 @@ def plan_reindex_all(
     segments: Sequence[str],
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     on_plan: Callable[[ReindexPlan], None] | None = None,
+    *,
+    rebuild_all: bool = False,
 ) -> list[ReindexPlan]:
-    """:func:`plan_reindex` for each segment; a leftover staging dir of a partition is named
-    by the first plan of that partition only (one line in the plan, not one per segment)."""
+    """:func:`plan_reindex` for each segment; a leftover staging dir of a partition is named by
+    the first plan of that partition only (one line in the plan, not one per segment). A
+    segment that cannot be read gives a refused plan (``unreadable``), and the others go on."""
     plans = []
-    seen: set[str] = set()
+    pending_of: dict[str, list[tuple[str, str]]] = {}
     for s in segments:
-        plan = plan_reindex(s, index_interval_bytes)
-        if plan.staging_leftovers:
-            if plan.partition_dir in seen:
-                plan = replace(plan, staging_leftovers=())
-            seen.add(plan.partition_dir)
+        d = os.path.dirname(os.path.abspath(s))
+        if d not in pending_of:
+            pending_of[d] = find_pending_state(d)
+            first = True
+        else:
+            first = False
+        try:
+            plan = plan_reindex(s, index_interval_bytes, rebuild_all=rebuild_all, pending=pending_of[d])
+        except OSError as e:
+            plan = refused_plan(s, "unreadable", f"cannot read {e.filename or s}: {e.strerror or e}",
+                                index_interval_bytes, rebuild_all=rebuild_all)
+        except KafkaToolError as e:
+            plan = refused_plan(s, "unreadable", str(e), index_interval_bytes, rebuild_all=rebuild_all)
+        if not first and plan.staging_leftovers:
+            plan = replace(plan, staging_leftovers=())
         plans.append(plan)
         if on_plan is not None:
             on_plan(plan)
@@ -984,7 +1420,8 @@ def _producer_state_at(log_path: str, base: int) -> tuple[dict[int, int] | None,
     earlier = sorted(
         (names.parse_base_offset(n), os.path.join(directory, n))
         for n in os.listdir(directory)
-        if n.endswith(".log") and n.split(".", 1)[0].isdigit() and names.parse_base_offset(n) < base
+        # 20-digit segment names only: a stray name that is not an offset is reported by scan_targets
+        if names.classify(n) is names.FileKind.LOG and names.parse_base_offset(n) < base
     )
     if not earlier:
         return {}, None  # the log starts here: no transaction can be open yet
@@ -1060,6 +1497,18 @@ class ReindexReport:
     """How the files were switched: ``exchange``, ``journal (<why no exchange>)``, or None (nothing written)."""
 
 
+class PartitionRefused(RepairError):
+    """Apply found, under the lock, that one partition dir must not be written (it changed since
+    it was planned, another command's journal appeared): nothing of it was written.
+    :func:`apply_locked` reports it through ``on_refused`` and goes on with the other partitions."""
+
+    kind: str = "changed"
+
+    def __init__(self, message: str, *, kind: str = "changed", **kw) -> None:
+        super().__init__(message, **kw)
+        self.kind = kind
+
+
 def apply_reindex(plan: ReindexPlan, backup: Backup | str) -> ReindexReport:
     """Apply one segment's plan (see :func:`apply_reindex_partition`)."""
     return apply_reindex_partition([plan], backup)[0]
@@ -1068,11 +1517,17 @@ def apply_reindex(plan: ReindexPlan, backup: Backup | str) -> ReindexReport:
 def _check_reindex_plan(plan: ReindexPlan) -> None:
     """The plan was made before the lock was taken: make sure nothing moved since."""
     if os.path.getsize(plan.log_path) != plan.log_size:
-        raise RepairError("the segment changed since it was planned; run again", path=plan.log_path)
+        raise PartitionRefused("the segment changed since it was planned (a broker appended?); run again",
+                               path=plan.log_path)
     for c in plan.changes:
-        now = read_or_none(c.path)
-        if (None if now is None else sha256_hex(now)) != c.old_sha256 and c.action != "unchanged":
-            raise RepairError("the file changed since it was planned; run again", path=c.path)
+        if not c.writes:
+            continue
+        try:
+            now = _read_side(c.path)
+        except _NotRegular as e:
+            raise PartitionRefused(e.message, path=c.path) from None
+        if (None if now is None else sha256_hex(now)) != c.old_sha256:
+            raise PartitionRefused("the file changed since it was planned; run again", path=c.path)
 
 
 def _unlink_all(paths: Iterable[str]) -> list[str]:
@@ -1086,41 +1541,64 @@ def _unlink_all(paths: Iterable[str]) -> list[str]:
     return removed
 
 
+def _refuse_pending(directory: str) -> list[tuple[str, str]]:
+    """The partition's pending state, read again under the lock; raises :class:`PartitionRefused`
+    when another command's journal is pending (it may have appeared since the plan)."""
+    pending = find_pending_state(directory)
+    for p, what in pending:
+        if what.startswith("truncate journal"):
+            raise PartitionRefused(
+                f"an interrupted truncate is pending in this partition dir ({os.path.basename(p)}); reindex never "
+                f"removes another command's pending state: run `kafkatool truncate --execute {directory}` to finish "
+                "the interrupted truncate, then reindex", path=directory, kind="pending_truncate")
+    return pending
+
+
 def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) -> list[ReindexReport]:
     """Apply the plans of the segments of one partition dir crash-safely, then re-read what was written.
 
     One :func:`exchange_partition` switches every rebuilt file of the partition at once (the
     journaled :func:`replace_files` when the exchange cannot be used; the report says which).
-    The caller holds the :class:`LogDirLock`. Raises :class:`RepairError` when the files on
-    disk differ from the plans afterwards, or when a segment changed while they were written
-    (then a second plan could differ). The files are derived from the ``.log`` only, so
-    equal files and an unchanged ``.log`` (the same inode, size and mtime) mean a second run
-    is a no-op, without walking the segment again.
+    The caller holds the :class:`LogDirLock`. Raises :class:`PartitionRefused`, before anything
+    is written, when a segment or a file changed since it was planned or another command's
+    journal is pending; :class:`RepairError` when the files on disk differ from the plans
+    afterwards, or when a segment changed while they were written (then a second plan could
+    differ). The files are derived from the ``.log`` only, so equal files and an unchanged
+    ``.log`` (the same inode, size and mtime) mean a second run is a no-op, without walking
+    the segment again.
     """
     if isinstance(backup, str):
         backup = Backup(backup)
+    plans = [p for p in plans if p.refused is None]
     if not plans:
         return []
     directory = plans[0].partition_dir
     if any(p.partition_dir != directory for p in plans):
         raise RepairError("apply_reindex_partition needs plans of a single partition dir", path=directory)
+    pending = _refuse_pending(directory)
     for plan in plans:
         _check_reindex_plan(plan)
     intervals = sorted({p.index_interval_bytes for p in plans})
     reason = f"reindex (index.interval.bytes={', '.join(map(str, intervals))})"
-    todo = [(c.path, c.data) for plan in plans for c in plan.changes if c.action != "unchanged"]
+    todo = [(c.path, c.data) for plan in plans for c in plan.changes if c.writes]
     logs_before = {plan.log_path: os.stat(plan.log_path) for plan in plans}
+    # leftovers as they are now (under the lock), and only those the plans named: never a
+    # temp file another command's journal names
+    now_removable = {p for p, what in pending if what.startswith(("temp file", "reindex journal"))}
+    planned = [p for plan in plans for p in plan.leftovers if p in now_removable]
+    temps = [p for p in planned if not p.endswith(JOURNAL_SUFFIX)]
+    journals = [p for p in planned if p.endswith(JOURNAL_SUFFIX)]
     # a staging dir of an interrupted run first: the exchange needs its name
     removed = remove_staging_dirs(dict.fromkeys(s for plan in plans for s in plan.staging_leftovers))
-    temps = [p for plan in plans for p in plan.leftovers if not p.endswith(JOURNAL_SUFFIX)]
-    journals = [p for plan in plans for p in plan.leftovers if p.endswith(JOURNAL_SUFFIX)]
     method = None
 
     def save_originals() -> None:
         for path, data in todo:
-            backup.save(path, data, reason)
+            with _naming(backup.root, f"while copying {path} into the backup"):
+                backup.save(path, data, reason)
             fault_point("after backup")
 
+    like = {os.path.basename(c.path): os.path.basename(plan.log_path) for plan in plans for c in plan.changes}
     if todo:
         why = exchange_unavailable(directory)
         if why is None:
@@ -1129,8 +1607,7 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
                     directory,
                     write={os.path.basename(p): d for p, d in todo},
                     drop=[os.path.basename(p) for p in temps + journals],
-                    like={os.path.basename(c.path): os.path.basename(plan.log_path)
-                          for plan in plans for c in plan.changes},
+                    like=like,
                     before_switch=save_originals,
                 )
                 method = "exchange"
@@ -1143,10 +1620,11 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
         # Leftovers first: a stale temp file must never be renamed; the bytes are re-derived instead.
         removed += _unlink_all(temps)
         for plan in plans:
-            mine = [(c.path, c.data) for c in plan.changes if c.action != "unchanged"]
+            mine = [(c.path, c.data) for c in plan.changes if c.writes]
             if mine:
                 replace_files(mine, backup, reason=reason,
-                              journal_prefix=os.path.basename(plan.log_path).split(".", 1)[0])
+                              journal_prefix=os.path.basename(plan.log_path).split(".", 1)[0],
+                              like={c.path: plan.log_path for c in plan.changes})
         removed += _unlink_all(journals)  # only once every file is new: the journal marks an unfinished repair
         if temps or journals:
             fsync_dir(directory)
@@ -1154,6 +1632,8 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
     told: set[str] = set()
     for plan in plans:
         for c in plan.changes:
+            if not c.writes and c.action != "unchanged":
+                continue  # kept as it is: not ours to check
             on_disk = read_or_none(c.path)
             if on_disk != c.data:
                 raise RepairError(
@@ -1166,7 +1646,7 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
         if (after.st_ino, after.st_size, after.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
             raise RepairError("re-verification failed: the segment changed while its indexes were written",
                               path=plan.log_path)
-        mine = tuple(c.path for c in plan.changes if c.action != "unchanged")
+        mine = tuple(c.path for c in plan.changes if c.writes)
         # a staging dir is the partition's: reported once, with the first segment that saw it
         gone = tuple(p for p in removed if p in plan.leftovers or (p in plan.staging_leftovers and p not in told))
         told.update(gone)
@@ -1184,6 +1664,8 @@ def apply_locked(
     force: bool = False,
     allow_transitional: bool = False,
     on_report: Callable | None = None,
+    on_start: Callable[[str], None] | None = None,
+    on_refused: Callable[[Sequence, "PartitionRefused"], None] | None = None,
 ) -> list:
     """Apply the plans that need changes under one lock per log dir, every lock taken before
     the first write and held until the last (shared by reindex and truncate).
@@ -1191,13 +1673,20 @@ def apply_locked(
     ``apply(plans, backup)`` applies the plans of one partition dir (one exchange for all
     of them) and returns their reports; ``new_backup(root)`` makes the backup of a backup
     directory; ``backup_dir`` is a directory, or a function of the log dir giving one.
+    ``on_start(partition_dir)`` is called before each partition is applied (for a report of
+    what an interrupted run left where: :func:`kafkatool.cli.options.apply_states`). With
+    ``on_refused``, a :class:`PartitionRefused` of one partition is handed to it with that
+    partition's plans and the others go on; without it, it propagates.
     """
     for p in plans:
         check_partition_dir(p.partition_dir, allow_transitional)
     by_logdir: dict[str, list] = {}
     for p in plans:
         if p.needs_changes:
-            by_logdir.setdefault(log_dir_of(p.partition_dir), []).append(p)
+            by_logdir.setdefault(real_log_dir_of(p.partition_dir), []).append(p)  # symlinks resolved: the real .lock
+    roots = {d: backup_dir(d) if callable(backup_dir) else backup_dir for d in by_logdir}
+    for root in dict.fromkeys(roots.values()):
+        check_backup_location(root, by_logdir)  # before anything is written, .lock included
     reports = []
     locks = [LogDirLock(d, force=force) for d in by_logdir]
     try:
@@ -1205,15 +1694,24 @@ def apply_locked(
             lock.acquire()
         backups: dict[str, object] = {}
         for log_dir, group in by_logdir.items():
-            root = backup_dir(log_dir) if callable(backup_dir) else backup_dir
-            backup = backups.get(root)
-            if backup is None:
-                backup = backups[root] = new_backup(root)
+            root = roots[log_dir]
             by_partition: dict[str, list] = {}
             for p in group:
                 by_partition.setdefault(p.partition_dir, []).append(p)
-            for partition_plans in by_partition.values():
-                for report in apply(partition_plans, backup):
+            for partition_dir, partition_plans in by_partition.items():
+                backup = backups.get(root)
+                if backup is None:  # made on first use: a run that refuses everything leaves no backup dir
+                    backup = backups[root] = new_backup(root)
+                if on_start is not None:
+                    on_start(partition_dir)
+                try:
+                    done = apply(partition_plans, backup)
+                except PartitionRefused as e:
+                    if on_refused is None:
+                        raise
+                    on_refused(partition_plans, e)
+                    continue
+                for report in done:
                     reports.append(report)
                     if on_report is not None:
                         on_report(report)
@@ -1230,9 +1728,12 @@ def apply_all(
     force: bool = False,
     allow_transitional: bool = False,
     on_segment: Callable[[ReindexReport], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+    on_refused: Callable[[Sequence[ReindexPlan], PartitionRefused], None] | None = None,
 ) -> list[ReindexReport]:
     """Apply several reindex plans (see :func:`apply_locked`)."""
     return apply_locked(
         plans, backup_dir, apply_reindex_partition, Backup,
         force=force, allow_transitional=allow_transitional, on_report=on_segment,
+        on_start=on_start, on_refused=on_refused,
     )

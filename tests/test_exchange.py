@@ -95,7 +95,7 @@ def test_staging_dir_name_is_kafkas_delete_form(dirname: str) -> None:
 def test_leftover_staging_dir_reported_removed_and_harmless_to_verify(run, tmp_path: Path) -> None:
     part = copy_fixture(tmp_path)
     old = whole_state(part)
-    staging = leave_staging_dir(part, ["reindex"], tmp_path / "bk")  # 4096, so the indexes change
+    staging = leave_staging_dir(part, ["reindex", "--all"], tmp_path / "bk")  # 4096, so the indexes change
     assert whole_state(part) == old
     assert KAFKA_DELETE_DIR.match(staging.name) and staging.name == staging_dir_name(str(part))
     assert find_staging_dirs(str(part)) == (str(staging),)
@@ -106,9 +106,10 @@ def test_leftover_staging_dir_reported_removed_and_harmless_to_verify(run, tmp_p
     r = run("reindex", "--index-interval-bytes", "128", str(part.parent))
     assert r.code == 1 and str(staging) in r.out and r.out.count(str(staging)) == 1, r
     r = run("reindex", "--format", "jsonl", "--index-interval-bytes", "128", str(part))
-    assert json.loads(r.lines[0])["staging_leftovers"] == [str(staging)]
+    assert json.loads(r.lines[0])["stagingLeftovers"] == [str(staging)]
     r = run("truncate", "--format", "jsonl", str(part))
-    assert r.code == 1 and json.loads(r.lines[0])["staging_leftovers"] == [str(staging)]
+    obj = json.loads(r.lines[0])
+    assert r.code == 1 and obj.get("stagingLeftovers", obj.get("staging_leftovers")) == [str(staging)]
     assert staging.is_dir() and whole_state(part) == old
     # with nothing else to do, --execute only removes it (and makes no backup)
     r = run("reindex", "--execute", "--format", "jsonl", "--index-interval-bytes", "128",
@@ -143,7 +144,7 @@ def test_unchanged_logs_are_the_same_inode_after_reindex(run, tmp_path: Path) ->
     part = build_partition(tmp_path)  # three segments, every index rebuilt with 4096
     logs = sorted(part.glob("*.log"))
     before = {p.name: os.stat(p) for p in logs}
-    r = run("reindex", "--execute", "--format", "jsonl", "--backup-dir", str(tmp_path / "bk"), str(part))
+    r = run("reindex", "--execute", "--all", "--format", "jsonl", "--backup-dir", str(tmp_path / "bk"), str(part))
     assert r.code == 0 and {json.loads(x).get("method") for x in r.lines} == {"exchange", None}, r
     for p in logs:
         st = os.stat(p)
@@ -168,7 +169,8 @@ def test_truncate_links_unchanged_and_moved_logs_and_copies_the_rest(run, tmp_pa
 
 @pytest.mark.parametrize("command", ["reindex", "truncate"])
 def test_owner_and_mode_kept(run, tmp_path: Path, command: str) -> None:
-    part = damaged_partition(tmp_path)
+    # reindex --all rewrites every index of an intact partition built with another interval
+    part = damaged_partition(tmp_path) if command == "truncate" else build_partition(tmp_path)
     uid, gid = 4242, 4343
     part.chmod(0o750)
     modes = {}
@@ -181,7 +183,8 @@ def test_owner_and_mode_kept(run, tmp_path: Path, command: str) -> None:
     if os.geteuid() == 0:
         os.chown(part, uid, gid)
     mtimes = {p.name: p.stat().st_mtime_ns for p in part.iterdir()}
-    r = run(command, "--execute", "--format", "jsonl", "--index-interval-bytes", "2048" if command == "reindex" else INTERVAL,
+    r = run(command, "--execute", *(["--all"] if command == "reindex" else []), "--format", "jsonl",
+            "--index-interval-bytes", "2048" if command == "reindex" else INTERVAL,
             "--backup-dir", str(tmp_path / "bk"), str(part))
     assert r.code == 0 and json.loads(r.lines[0])["method"] == "exchange", r
     st = part.stat()
@@ -218,8 +221,8 @@ def _methods(r) -> set[str]:
 def _check_truncate_result(part: Path, ref: dict[str, bytes], bk: Path) -> None:
     assert whole_state(part) == ref and other_dirs(part) == []
     manifest = json.loads((bk / "MANIFEST.json").read_text())
-    assert len({e["backup_file"] for e in manifest["files"] if e["backup_file"]}) == len(
-        [e for e in manifest["files"] if e["backup_file"]])  # nothing backed up twice
+    assert len({e["backupFile"] for e in manifest["files"] if e["backupFile"]}) == len(
+        [e for e in manifest["files"] if e["backupFile"]])  # nothing backed up twice
 
 
 @pytest.fixture
@@ -275,7 +278,7 @@ def test_refused_exchange_falls_back(run, tmp_path: Path, monkeypatch, truncate_
 def test_no_renameat2_falls_back(run, tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(repair, "_renameat2_cache", ["renameat2(RENAME_EXCHANGE) is Linux-only (this is darwin)"])
     part = copy_fixture(tmp_path)
-    r = run("reindex", "--execute", "--format", "jsonl", "--backup-dir", str(tmp_path / "bk"), str(part))
+    r = run("reindex", "--execute", "--all", "--format", "jsonl", "--backup-dir", str(tmp_path / "bk"), str(part))
     assert r.code == 0 and _methods(r) == {"journal (renameat2(RENAME_EXCHANGE) is Linux-only (this is darwin))"}, r
     assert not plan_reindex(str(part / f"{0:020d}.log")).needs_changes
 
@@ -283,7 +286,7 @@ def test_no_renameat2_falls_back(run, tmp_path: Path, monkeypatch) -> None:
 def test_subdirectory_in_the_partition_dir_falls_back(run, tmp_path: Path) -> None:
     part = copy_fixture(tmp_path)
     (part / "stuff").mkdir()
-    r = run("reindex", "--execute", "--format", "jsonl", "--backup-dir", str(tmp_path / "bk"), str(part))
+    r = run("reindex", "--execute", "--all", "--format", "jsonl", "--backup-dir", str(tmp_path / "bk"), str(part))
     assert r.code == 0 and _methods(r) == {"journal (the partition dir holds 'stuff', which is not a regular file)"}, r
     assert (part / "stuff").is_dir()
 
@@ -300,7 +303,7 @@ def test_backup_restores_after_an_exchange(run, tmp_path: Path) -> None:
 
 def test_a_leftover_is_named_once_per_partition(run, tmp_path: Path) -> None:
     part = build_partition(tmp_path)  # three segments
-    staging = leave_staging_dir(part, ["reindex"], tmp_path / "bk")
+    staging = leave_staging_dir(part, ["reindex", "--all"], tmp_path / "bk")
     r = run("reindex", "--index-interval-bytes", INTERVAL, str(part))
     assert r.code == 1 and r.out.count(str(staging)) == 1, r
     r = run("reindex", "--execute", "--format", "jsonl", "--index-interval-bytes", INTERVAL, "--backup-dir", str(tmp_path / "bk2"), str(part))

@@ -84,7 +84,7 @@ def test_deleted_indexes_are_recreated_byte_exact(run, tmp_path: Path, name: str
     assert r.code == 0, r
     assert index_files(part) == want
     if name == "txn-0":
-        assert "unchanged 00000000000000000100.txnindex: 34 bytes, 1 entries" in r.out
+        assert "unchanged 00000000000000000100.txnindex: 34 bytes, 1 entry" in r.out
     # second run: nothing to do, nothing written
     before = snapshot(part)
     assert run("reindex", "--index-interval-bytes", interval, str(part)).code == 0
@@ -148,9 +148,11 @@ def test_real_william_consumer_offsets_consistent(tmp_path: Path, run) -> None:
     src = real_fixture("William0423__kafka/kafka-logs/__consumer_offsets-28")
     assert_consistent(src / f"{SEG0}.log", check_final=False)  # the broker's own files
     plan = plan_reindex(str(src / f"{SEG0}.log"), 4096)
+    assert not plan.needs_changes and {c.action for c in plan.changes} == {"keep"}  # verify finds them right
+    plan = plan_reindex(str(src / f"{SEG0}.log"), 4096, rebuild_all=True)
     assert plan.needs_changes and plan.bad_tail is None
     part = copy_partition(src, tmp_path)
-    assert run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(part)).code == 0
+    assert run("reindex", "--execute", "--all", "--backup-dir", str(tmp_path / "bk"), str(part)).code == 0
     assert_consistent(part / f"{SEG0}.log")
     assert run("reindex", str(part)).code == 0
 
@@ -191,14 +193,17 @@ def test_dry_run_exit_codes_and_jsonl(run, tmp_path: Path) -> None:
     before = snapshot(part)
     r = run("reindex", "--index-interval-bytes", "1024", str(part))
     assert r.code == 0 and r.out == ""
-    r = run("reindex", "--format", "jsonl", str(part))  # the default 4096 differs from 1024
+    r = run("reindex", "--format", "jsonl", str(part))  # the default 4096 differs from 1024, both are right
+    assert r.code == 0
+    assert [f["action"] for f in json.loads(r.lines[0])["files"]] == ["keep", "keep"]
+    r = run("reindex", "--all", "--format", "jsonl", str(part))
     assert r.code == 1
     objs = [json.loads(line) for line in r.lines]
     seg, summary = objs
-    assert seg["type"] == "reindex_segment" and seg["needs_changes"]
+    assert seg["type"] == "reindex_segment" and seg["needsChanges"]
     assert [f["action"] for f in seg["files"]] == ["rewrite", "rewrite"]
-    assert seg["files"][0]["old_size"] == 8 and seg["files"][0]["new_size"] == 0
-    assert summary == summary | {"type": "reindex_summary", "execute": False, "needing_changes": 1}
+    assert seg["files"][0]["oldSize"] == 8 and seg["files"][0]["newSize"] == 0
+    assert summary == summary | {"type": "reindex_summary", "execute": False, "needingChanges": 1}
     assert snapshot(part) == before
     assert not (tmp_path / ".lock").exists() and not (tmp_path / "logdir" / ".lock").exists()
 
@@ -213,9 +218,17 @@ def test_bad_tail_is_not_indexed_and_log_untouched(run, tmp_path: Path) -> None:
     log.write_bytes(bytes(data))
     plan = plan_reindex(str(log), 1024)
     assert plan.valid_bytes == last and "CRC" in plan.bad_tail
+    # the .timeindex on disk indexes the damaged last batch: its rebuild would cover less of the log
     r = run("reindex", "--index-interval-bytes", "1024", str(part))
     assert r.code == 1 and "bad tail" in r.out and "kafkatool truncate" in r.out
-    assert run("reindex", "--execute", "--index-interval-bytes", "1024", "--backup-dir", str(tmp_path / "b"), str(part)).code == 0
+    assert f"refused   nothing written: bad batch at byte {last}" in r.out
+    before = snapshot(part)
+    r = run("reindex", "--execute", "--index-interval-bytes", "1024", "--backup-dir", str(tmp_path / "b"), str(part))
+    assert r.code == 1 and snapshot(part) == before and not (tmp_path / "b").exists()
+    assert log.read_bytes() == bytes(data)
+    (part / f"{SEG0}.timeindex").unlink()  # nothing to lose: created for the valid bytes
+    r = run("reindex", "--execute", "--index-interval-bytes", "1024", "--backup-dir", str(tmp_path / "b"), str(part))
+    assert r.code == 0, r
     assert log.read_bytes() == bytes(data)
     assert plan_reindex(str(log), 1024).changes[0].action == "unchanged"
 
@@ -235,7 +248,7 @@ def test_transitional_dir_refused(run, tmp_path: Path) -> None:
 def test_backup_restores_original_bytes(run, tmp_path: Path) -> None:
     part = copy_partition(FIXTURES / "v1-none-0", tmp_path)
     original = snapshot(part)
-    r = run("reindex", "--execute", str(part))  # 4096, so both files change
+    r = run("reindex", "--execute", "--all", str(part))  # 4096, so both files change
     assert r.code == 0, r
     assert snapshot(part) != original
     backups = list(tmp_path.glob("kafkatool-backup-logdir-*"))
@@ -244,10 +257,9 @@ def test_backup_restores_original_bytes(run, tmp_path: Path) -> None:
     manifest = json.loads((bk / "MANIFEST.json").read_text())
     for e in manifest["files"]:
         assert e["action"] == "rewritten"
-        saved = (bk / e["backup_file"]).read_bytes()
-        assert hashlib.sha256(saved).hexdigest() == e["sha256"] == original[Path(e["original_path"]).name][1]
-    restore = (bk / "RESTORE.txt").read_text()
-    assert restore.count("cp -p ") == 2
+        saved = (bk / e["backupFile"]).read_bytes()
+        assert hashlib.sha256(saved).hexdigest() == e["original"]["sha256"] == original[Path(e["originalPath"]).name][1]
+    assert len(manifest["files"]) == 2
     subprocess.run(["sh", "-e", str(bk / "RESTORE.txt")], check=True)
     assert snapshot(part) == original
 
@@ -275,14 +287,14 @@ def test_live_broker_lock_refuses_and_changes_nothing(run, tmp_path: Path) -> No
     try:
         assert holder.stdout.readline().strip() == "locked"
         before = snapshot(part), snapshot(logdir)
-        r = run("reindex", "--execute", str(part))
+        r = run("reindex", "--execute", "--all", str(part))
         assert r.code == 2 and ".lock" in r.err and "broker" in r.err
         assert (snapshot(part), snapshot(logdir)) == before
         assert list(tmp_path.glob("kafkatool-backup-*")) == []
         with pytest.raises(LiveBrokerError):
             LogDirLock(str(logdir)).acquire()
         # --force is for a copy the operator knows is offline
-        assert run("reindex", "--execute", "--force", "--backup-dir", str(tmp_path / "b"), str(part)).code == 0
+        assert run("reindex", "--execute", "--all", "--force", "--backup-dir", str(tmp_path / "b"), str(part)).code == 0
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)
@@ -321,7 +333,7 @@ def test_sigkill_at_every_step_leaves_old_or_new(tmp_path: Path) -> None:
     def restore(bk: Path) -> None:
         subprocess.run(["sh", "-e", str(bk / "RESTORE.txt")], check=True, capture_output=True)
 
-    n, seen = sigkill_every_step_strictly(tmp_path, fresh, ["reindex"], restore)
+    n, seen = sigkill_every_step_strictly(tmp_path, fresh, ["reindex", "--all"], restore)
     # staging dir, probe, small files, links, fsyncs, backups, exchange, removal, fsync
     assert n > 20
     assert seen["old", True] >= 10 and seen["new", True] >= 2 and seen["new", False] >= 1, seen
@@ -335,7 +347,7 @@ def test_journal_fallback_sigkill_at_every_step_leaves_old_new_or_a_journal(tmp_
     old = index_files(src)
     ref = copy_partition(src, tmp_path, "ref")
     env = dict(os.environ, PYTHONPATH=str(REPO), KAFKATOOL_NO_EXCHANGE="1")
-    cmd = [sys.executable, "-m", "kafkatool", "reindex", "--execute", "--quiet"]
+    cmd = [sys.executable, "-m", "kafkatool", "reindex", "--all", "--execute", "--quiet"]
     subprocess.run([*cmd, "--backup-dir", str(tmp_path / "ref-bk"), str(ref)], check=True, env=env)
     new = index_files(ref)
     assert new.keys() == old.keys() and all(new[k] != old[k] for k in new)
@@ -367,7 +379,7 @@ def test_journal_fallback_sigkill_at_every_step_leaves_old_new_or_a_journal(tmp_
         # whatever was replaced has its original in one of the two backups
         saved = [e for d in (bk, tmp_path / f"bk{n}-again") if (d / "MANIFEST.json").exists()
                  for e in json.loads((d / "MANIFEST.json").read_text())["files"]]
-        backed_up = {Path(e["original_path"]).name for e in saved if e["action"] == "rewritten"}
+        backed_up = {Path(e["originalPath"]).name for e in saved if e["action"] == "rewritten"}
         assert backed_up == set(old), (n, backed_up)
     assert n > 10  # backups, temp writes, fsyncs, journal, renames, directory fsync, journal removal
     assert mixed == 1  # only between the two renames, with the journal committed

@@ -1,10 +1,19 @@
-"""Options shared by the commands that write (reindex, truncate): defined once, as pip-tools does."""
+"""Options and run-time helpers shared by the commands that write (reindex, truncate): defined
+once, as pip-tools does.
+
+* :func:`repair_options`: the options both commands take;
+* :func:`byte_progress`: a progress bar on a terminal, nothing otherwise;
+* :func:`exit_on_error`: a refusal or an I/O error ends the command in one line, exit status 2;
+* :class:`ApplyStates` and :func:`interruptible`: on Ctrl-C (or a failure) during ``--execute``,
+  say in which state each partition dir was left, and exit 130;
+* :func:`plural`, :func:`safe_text_stream`: small output helpers.
+"""
 
 from __future__ import annotations
 
 import sys
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator, Sequence
 
 import click
 
@@ -64,11 +73,12 @@ def byte_progress(label: str, unit: str, total: int, quiet: bool) -> Iterator[Ca
 
 
 @contextmanager
-def exit_on_error(out, on_refusal: Callable[[], None] | None = None) -> Iterator[None]:
+def exit_on_error(out, on_refusal: Callable[[], None] | None = None, states: "ApplyStates | None" = None) -> Iterator[None]:
     """A KafkaToolError or OSError in the block ends the command: standard output is flushed,
     one ``kafkatool: error: ...`` line goes to standard error, and the exit status is 2 (bad
-    usage, an I/O error or a refusal). ``on_refusal`` runs first for a KafkaToolError (to
-    report what was already done)."""
+    usage, an I/O error or a refusal). ``on_refusal`` runs first (to report what was already
+    done); with ``states`` (an ``--execute`` under way), the state of each partition dir follows
+    the error line. An OSError without a file name (a full disk met by a flush) says so."""
     from kafkatool.cli.main import ExitCode
     from kafkatool.errors import KafkaToolError
 
@@ -77,15 +87,136 @@ def exit_on_error(out, on_refusal: Callable[[], None] | None = None) -> Iterator
     except KafkaToolError as e:
         if on_refusal is not None:
             on_refusal()
-        _exit(out, str(e), ExitCode.USAGE)
+        _exit(out, str(e), ExitCode.USAGE, states)
     except OSError as e:
-        _exit(out, f"{e.filename or ''}: {e.strerror or e}", ExitCode.USAGE)
+        if on_refusal is not None:
+            on_refusal()
+        where = f"{e.filename}: " if e.filename else ""
+        _exit(out, f"{where}{e.strerror or e}", ExitCode.USAGE, states)
 
 
-def _exit(out, message: str, code: int) -> None:
-    out.flush()
+def _exit(out, message: str, code: int, states: "ApplyStates | None" = None) -> None:
+    try:
+        out.flush()
+    except (OSError, ValueError):
+        pass
     sys.stderr.write(f"kafkatool: error: {message}\n")
+    if states is not None and states.started:
+        for line in states.lines():
+            sys.stderr.write(f"  {line}\n")
     sys.exit(code)
+
+
+class ApplyStates:
+    """Where an ``--execute`` run is: which partition dirs it started and finished.
+
+    On Ctrl-C (:func:`interruptible`) or a failure (:func:`exit_on_error`) its :meth:`lines`
+    say, for each partition dir the run meant to change, one of:
+
+    * ``untouched``: not started; nothing of it was written;
+    * ``done``: changed, re-verified, the originals in the backup;
+    * ``refused``: left as it was (the reason was reported);
+    * ``interrupted``: started and not finished. The write path leaves the old state or the
+      new one, complete, plus at most a staging dir or a journal and its temp files, which
+      ``pending(partition_dir)`` lists (``kafkatool.repair.find_pending_state``); the line names
+      them and the command whose next ``--execute`` completes or removes them.
+
+    ``command`` is the command to run again (``reindex``, ``truncate``). Use: build it from the
+    partition dirs of the plans that need changes, pass :meth:`start` as ``on_start`` and call
+    :meth:`finish`/:meth:`refuse` from the report and refusal callbacks of
+    ``kafkatool.repair.apply_locked``.
+    """
+
+    def __init__(self, command: str, partition_dirs: Iterable[str],
+                 pending: Callable[[str], Sequence[tuple[str, str]]] | None = None) -> None:
+        self.command = command
+        self.partitions = list(dict.fromkeys(partition_dirs))
+        self.pending = pending
+        self.started: list[str] = []
+        self.finished: set[str] = set()
+        self.refused: dict[str, str] = {}
+
+    def start(self, partition_dir: str) -> None:
+        self.started.append(partition_dir)
+
+    def finish(self, partition_dir: str) -> None:
+        self.finished.add(partition_dir)
+
+    def refuse(self, partition_dir: str, why: str) -> None:
+        self.refused[partition_dir] = why
+
+    def state(self, partition_dir: str) -> str:
+        """One line: the partition dir and its state (see the class doc)."""
+        if partition_dir in self.refused:
+            return f"{partition_dir}: refused, left as it was"
+        if partition_dir in self.finished:
+            return f"{partition_dir}: done"
+        if partition_dir not in self.started:
+            return f"{partition_dir}: untouched"
+        left: Sequence[tuple[str, str]] = ()
+        if self.pending is not None:
+            try:
+                left = self.pending(partition_dir)
+            except OSError:
+                left = ()
+        again = f"`kafkatool {self.command} --execute {partition_dir}`"
+        if not left:
+            return (f"{partition_dir}: interrupted, nothing left over: it holds the old state or the new one, "
+                    f"complete; run {again} again to finish or confirm")
+        what = "; ".join(f"{p} ({w.split(':', 1)[0]})" for p, w in left)
+        return (f"{partition_dir}: interrupted, the partition's files are complete (old or new state); left over: "
+                f"{what}; {again} completes or removes them")
+
+    def lines(self) -> list[str]:
+        return [self.state(p) for p in self.partitions]
+
+
+@contextmanager
+def interruptible(command: str, out, states: ApplyStates | None = None) -> Iterator[None]:
+    """Ctrl-C (``KeyboardInterrupt``) in the block ends the command with exit status 130.
+
+    Before ``--execute`` started writing (``states`` None, or no partition started): one line,
+    nothing was changed. During ``--execute``: a line, then one line per partition dir with
+    its state (:class:`ApplyStates`). Standard output is flushed first, so the lines already
+    printed stay whole.
+    """
+    from kafkatool.cli.main import ExitCode
+
+    try:
+        yield
+    except KeyboardInterrupt:
+        try:
+            out.flush()
+        except (OSError, ValueError):
+            pass
+        err = sys.stderr
+        lead = "\n" if err.isatty() else ""
+        if states is None or not states.started:
+            when = "while planning" if states is None else "before anything was written"
+            err.write(f"{lead}kafkatool {command}: interrupted {when}; nothing was changed\n")
+        else:
+            err.write(f"{lead}kafkatool {command}: interrupted during --execute; the partition dirs are in these states:\n")
+            for line in states.lines():
+                err.write(f"  {line}\n")
+        err.flush()
+        sys.exit(ExitCode.INTERRUPTED)
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """``1 segment``, ``2 segments`` (``words`` when the plural is not ``word + "s"``)."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def safe_text_stream(stream) -> None:
+    """Let a text stream print file names that are not UTF-8 (Linux names are bytes, decoded with
+    surrogateescape): their original bytes are written back instead of failing with
+    UnicodeEncodeError. A no-op for a stream that cannot be reconfigured."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            reconfigure(errors="surrogateescape")
+        except (ValueError, OSError, TypeError):
+            pass
 
 
 def method_phrase(method: str) -> str:
