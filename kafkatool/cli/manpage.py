@@ -568,7 +568,7 @@ ARGUMENT_HELP: dict[str, dict[str, str]] = {
 #: Extra SEE ALSO entries by command (``name`` for ``name(1)``, or ``name(N)`` as written).
 SEE_ALSO: dict[str, list[str]] = {
     "dump": ["jq(1)"],
-    "verify": ["kafkatool-dump", "kafkatool-runbooks(7)", "jq(1)"],
+    "verify": ["kafkatool-runbooks(7)", "jq(1)"],
     "reindex": ["kafkatool-verify", "kafkatool-dump", "kafkatool-runbooks(7)", "fcntl(2)", "jq(1)"],
     "truncate": ["kafkatool-verify", "kafkatool-reindex", "kafkatool-dump", "kafkatool-runbooks(7)", "fcntl(2)", "jq(1)"],
 }
@@ -1047,6 +1047,29 @@ _VERIFY_CHECKS = _join(
         "are checked and reported as such in the summary."
     ),
     para(
+        "A zero-filled tail (a preallocated segment, `log.preallocate=true`, after an unclean shutdown; often a "
+        "hole of a sparse file) is passed at memory speed and reported once as `trailing_zeros`, however large."
+    ),
+    para(
+        "The files and directories themselves: a file or directory that cannot be read is `unreadable` and the "
+        "check goes on with the others; a `.log`, `.index`, `.timeindex` or `.txnindex` in a partition "
+        "directory whose name does not start with a signed 64-bit offset (`99999999999999999999999.log`) is "
+        "`invalid_file_name` (the broker throws NumberFormatException loading it); a FIFO, socket, device or "
+        "directory with a Kafka file name is `not_regular_file` and is never opened; a directory in a log dir "
+        "that is not named like a partition (`lost+found`, a backup put there) is `not_a_partition_dir` (the "
+        "broker refuses the whole log dir). A log dir is a directory holding `meta.properties` or partition "
+        "directories; a directory of log dirs is searched too. A path with nothing Kafka in it (no partition "
+        "directory, no segment, index, snapshot or checkpoint file) is an error, exit status 2, not a clean run."
+    ),
+    para(
+        "What an interrupted `kafkatool reindex --execute` or `kafkatool truncate --execute` left: a committed "
+        "journal (`pending_journal`: the message says which command and how to finish it), its "
+        "`*.kafkatool-tmp` files (`kafkatool_temp`: the message says whether a journal still needs the file, "
+        "which must then not be removed) and the staging directory `<topic>-<partition>.6b66746c<24 hex>-delete` "
+        "beside the partition directory (`kafkatool_staging`: its contents are not checked). Run the interrupted "
+        "command again before starting the broker."
+    ),
+    para(
         "verify is read-only: it opens every file for reading only, never writes or creates a file, and can "
         "run on a log dir a live broker holds (`--max-rate` keeps it from competing for the disk)."
     ),
@@ -1054,17 +1077,33 @@ _VERIFY_CHECKS = _join(
 
 _VERIFY_OUTPUT = _join(
     para(
-        "`--format text` prints a table of findings on standard output; `--format lines` one line per "
-        "finding, `<path>:<position>: <kind>: <message>`, for grep; `--format jsonl` one JSON object per "
-        "finding and a final summary object. Unless `--quiet`, a summary goes to standard error, and a "
-        "progress bar (bytes and files) while standard error is a terminal."
+        "`--format text` prints one line per finding on standard output, "
+        "`<path>:<position>: <kind>: <message>` (`<path>: <kind>: <message>` when the finding is about the whole "
+        "file), never wrapped, for grep and scripts; `--format table` a table of findings (times in it also in "
+        "ISO 8601 UTC); `--format jsonl` one JSON object per finding and a final summary object (numbers stay "
+        "numbers). The default is `table` when standard output is a terminal and `text` otherwise. "
+        "`--format lines`, the old name of `text`, is still accepted."
+    ),
+    para(
+        "Unless `--quiet`, a summary goes to standard error: at a terminal in colour with a progress bar (bytes "
+        "and files) while the check runs; otherwise as plain lines, never wrapped, so "
+        "`kafkatool verify DIR 2>&1 | grep 'no failing findings'` works. Its first line is "
+        "`Checked <n> files (<n> segments, <n> batches, <size>) in <t> s: no failing findings` or "
+        "`...: <n> findings that fail the check`; then `Partition directories in transition: ...` if any; then, "
+        "indented, one line per kind found: the kind and its count."
+    ),
+    para(
+        "`expected` and `found` follow one convention in every kafkatool command: `found` is what is on disk "
+        "(the stored field), `expected` is what a valid file would hold (the value computed from the bytes, or "
+        "the rule the stored value breaks). A CRC finding names both: "
+        "`(stored crc <found>, computed crc <expected>)`."
     ),
     para("A finding object:"),
     example(
         """
         {"type":"finding","file":"/data/t-0/00000000000000000000.log","position":1842,"length":678,
          "kind":"crc_mismatch","batchIndex":7,"offset":{"first":122,"last":131},
-         "expected":3953238405,"found":3953238404,"message":"stored CRC ...","batchesAfter":2}
+         "expected":3953238405,"found":3953238404,"message":"... (stored crc 3953238404, computed crc 3953238405; ...)","batchesAfter":2}
         """
     ),
     tagged([
@@ -1073,7 +1112,7 @@ _VERIFY_OUTPUT = _join(
         ("kind", "one of the kinds under FINDING KINDS"),
         ("batchIndex", "the batch's index in the walk of its file, when it concerns a batch"),
         ("offset", "first and last offset of that batch, when known"),
-        ("expected, found", "what was expected and what was found, when the check compares values"),
+        ("expected, found", "when the check compares values: what a valid file would hold (computed), and what is on disk (stored)"),
         ("message", "a sentence for people"),
         ("batchesAfter", "for a bad region: how many good batches follow it in the file"),
     ]),
@@ -1091,6 +1130,7 @@ _VERIFY_EXAMPLES = _join(
     example("kafkatool verify --deep --jobs 2 --max-rate 100M /var/lib/kafka/data", "Decode every record, two processes, at most 100 MB/s of reads on a live broker:"),
     example("kafkatool verify --ignore trailing_zeros,index_missing /data/orders-3 || echo damaged", "In a runbook: fail on damage, not on preallocated tails or missing indexes:"),
     example("kafkatool verify --format jsonl /data/orders-3 | jq 'select(.type==\"finding\") | .kind'", "For a script:"),
+    example("kafkatool verify /data 2>&1 | grep -q 'no failing findings' && echo clean", "The summary is one plain line when standard error is not a terminal:"),
 )
 
 
@@ -1286,7 +1326,7 @@ EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
         ("CHECKS", _VERIFY_CHECKS),
         ("FINDING KINDS", _verify_kinds),
         ("OUTPUT", _VERIFY_OUTPUT),
-        ("EXIT STATUS", lambda command: exit_status({0: "No failing findings.", 1: "Findings of the kinds that fail the check (see `--fail-on`).", 2: "Bad usage (an unknown kind, a missing path) or an I/O error."})),
+        ("EXIT STATUS", lambda command: exit_status({0: "No failing findings.", 1: "Findings of the kinds that fail the check (see `--fail-on`). A file that cannot be read, or a directory that cannot be listed, is such a finding (`unreadable`): the check goes on with the rest.", 2: "Bad usage (an unknown kind, a path that does not exist), or a path with nothing Kafka in it."})),
         ("EXAMPLES", _VERIFY_EXAMPLES),
     ],
     "reindex": [
