@@ -40,6 +40,7 @@ class BrokenPipe(BaseException):
 COMMANDS: dict[str, str] = {
     "dump": "kafkatool.cli.dump:dump",
     "reindex": "kafkatool.cli.reindex:reindex",
+    "restore": "kafkatool.cli.restore:restore",
     "truncate": "kafkatool.cli.truncate:truncate",
     "verify": "kafkatool.cli.verify:verify",
 }
