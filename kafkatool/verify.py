@@ -184,6 +184,11 @@ _OFFSET_NAMED = (".log", ".index", ".timeindex", ".txnindex")
 _PENDING_MARK = ".kafkatool-"
 
 
+#: Directories a log dir may hold besides partitions (``LogManager.loadLogs`` skips them):
+#: tiered storage's index cache.
+_LOG_DIR_SUBDIRS = frozenset({"remote-log-index-cache"})
+
+
 def _is_kafka_name(name: str) -> bool:
     """Whether ``name`` is one Kafka (or an interrupted kafkatool repair) puts in a log dir."""
     if names.classify(name) is not names.FileKind.UNKNOWN:
@@ -277,7 +282,7 @@ def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None)
             sub = os.path.join(d, n)
             if not os.path.isdir(sub) or os.path.islink(sub):
                 continue
-            if log_dir and names.parse_partition_dir(n) is None:
+            if log_dir and names.parse_partition_dir(n) is None and n not in _LOG_DIR_SUBDIRS:
                 # LogManager.loadLogs: "Found directory <dir>, '<name>' is not in the form of
                 # topic-partition ..." (KafkaException): the whole log dir stays offline
                 groups.append([problem(sub, "not_a_partition_dir", f"a directory in a log dir whose name is not <topic>-<partition>: the broker refuses to load the log dir ('{n}' is not in the form of topic-partition); move it out of the log dir")])
@@ -499,7 +504,7 @@ def verify_group(group: list[_Target], opts: VerifyOptions, on_bytes=None) -> It
     part = _Partition()
     part.on_bytes = on_bytes
     present: set[str] = set()
-    for d in {os.path.dirname(t.path) for t in group}:
+    for d in {os.path.dirname(t.path) for t in group if t.problem is None}:
         try:
             present.update(os.listdir(d or "."))
         except OSError:

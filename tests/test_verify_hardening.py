@@ -396,6 +396,7 @@ def test_a_directory_in_a_log_dir_that_is_not_a_partition(tmp_path):
     partition(logdir, {LOG: HEALTHY, INDEX: b""}, name="t-0")
     (logdir / "meta.properties").write_text("version=1\nbroker.id=0\ncluster.id=abc\n")
     (logdir / "lost+found").mkdir()
+    (logdir / "remote-log-index-cache").mkdir()  # tiered storage's: the broker skips it
     partition(logdir, {INDEX: b"", "00000000000000000000.timeindex": b""}, name="kafkatool-backup")
     got = findings(logdir)
     assert sorted(kinds(got)) == [("kafkatool-backup", "not_a_partition_dir"), ("lost+found", "not_a_partition_dir")]
