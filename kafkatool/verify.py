@@ -222,12 +222,13 @@ def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None)
             found[0] += 1
         return _Target(path, path if os.path.isdir(path) else None, state, (kind, message))
 
-    def listdir(d: str) -> list[str] | None:
+    def listdir(d: str, direct: bool) -> list[str] | None:
         try:
             return sorted(os.listdir(d))
         except OSError as e:
-            is_partition = names.parse_partition_dir(os.path.basename(os.path.abspath(d))) is not None
-            groups.append([problem(d, "unreadable", f"cannot list the directory: {e.strerror or e} (the broker cannot load it either: `Could not read file`)", kafka=is_partition)])
+            # (one found while searching a tree counts as Kafka only when named like a partition)
+            kafka = direct or names.parse_partition_dir(os.path.basename(os.path.abspath(d))) is not None
+            groups.append([problem(d, "unreadable", f"cannot list the directory: {e.strerror or e} (the broker cannot load it either: `Could not read file`)", kafka=kafka)])
             return None
 
     def regular_files(d: str, entries: list[str], out: list[_Target], dirs: bool = False) -> list[str]:
@@ -265,7 +266,7 @@ def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None)
         groups.append([*head, *(_Target(p, d, state) for p in files), *tail])
 
     def walk_dir(d: str, direct: bool) -> None:
-        entries = listdir(d)
+        entries = listdir(d, direct)
         if entries is None:
             return
         has_segments = any(names.file_suffix(n) in (".log", ".index", ".timeindex") for n in entries)

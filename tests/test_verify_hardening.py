@@ -346,6 +346,17 @@ def test_an_unreadable_partition_dir_is_a_finding_and_the_others_are_checked(run
     # the partition dir given alone: the same finding, exit 1
     r = run("verify", "--format", "text", str(bad))
     assert r.code == 1 and r.lines == [f"{bad}: unreadable: cannot list the directory: Permission denied (the broker cannot load it either: `Could not read file`)"], r
+    # a log dir given that cannot be listed: a finding too (not "nothing Kafka")
+    _listdir_refusing(monkeypatch, logdir)
+    r = run("verify", "--format", "text", str(logdir))
+    assert r.code == 1 and [x.split(": ")[1] for x in r.lines] == ["unreadable"], r
+    # one found while searching a tree, not named like a partition: reported beside the rest
+    other = tmp_path / "other"  # not a log dir itself: it holds one, and a directory that is not
+    partition(other / "logs", {LOG: HEALTHY, INDEX: b""}, name="x-0")
+    (other / "private").mkdir()
+    _listdir_refusing(monkeypatch, other / "private")
+    r = run("verify", "--format", "text", str(other))
+    assert r.code == 1 and r.lines == [f"{other / 'private'}: unreadable: cannot list the directory: Permission denied (the broker cannot load it either: `Could not read file`)"], r
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root lists any directory")
