@@ -17,7 +17,12 @@ Checks (stable kind names in :data:`KINDS`):
   goes on, counting the good batches Kafka's recovery would throw away;
 * side files: ``.index``/``.timeindex`` (Kafka's sanity check and a full check against the
   log), ``.txnindex`` against the ABORT markers, producer ``.snapshot`` files,
-  ``leader-epoch-checkpoint`` against the batches' leader epochs, text checkpoints.
+  ``leader-epoch-checkpoint`` against the batches' leader epochs, text checkpoints;
+* the files and directories themselves: what cannot be read, names the broker cannot parse,
+  non-regular files with Kafka names, directories a log dir must not hold, and what an
+  interrupted ``reindex``/``truncate --execute`` left (journals, temp files, staging dirs).
+
+A zero-filled tail (``log.preallocate=true``) is passed at memory speed (``segment.zeros``).
 """
 
 from __future__ import annotations
@@ -258,7 +263,7 @@ def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None)
         found[0] += 1
         head: list[_Target] = []
         if direct or any(_PENDING_MARK in n for n in entries):
-            head = _pending_targets(d, entries, staging=direct)
+            head = _pending_targets(d, staging=direct)
             found[0] += len(head)
         tail: list[_Target] = []
         reported = {t.path for t in head}
@@ -365,7 +370,7 @@ def _staging(d: str) -> bool:
     return is_staging_dir(d)
 
 
-def _pending_targets(d: str, entries: list[str], staging: bool) -> list[_Target]:
+def _pending_targets(d: str, staging: bool) -> list[_Target]:
     """Targets for what interrupted kafkatool runs left for the partition dir ``d``
     (``repair.find_pending_state``): journals, temp files, and (``staging``) its staging dir."""
     from kafkatool.repair import find_pending_state
@@ -389,7 +394,7 @@ _JOURNAL_WAY_OUT = {
     "journal": "; run the interrupted kafkatool command again with `--execute` before starting the broker",
 }
 _TEMP_WAY_OUT = {
-    "pending temp file": "; do not remove it: run `kafkatool truncate --execute` on this partition dir before starting the broker",
+    "pending temp file": "; do not remove it: finish that journal (see its own finding) before starting the broker",
     "temp file": "; the broker ignores it; a `kafkatool reindex` or `kafkatool truncate` dry run names it and `--execute` removes it",
 }
 
