@@ -942,9 +942,10 @@ def scan_targets(paths: Iterable[str], *, allow_transitional: bool = True) -> Ta
                 problems.append(TargetProblem(path, "usage", f"its segment {os.path.basename(log)} does not exist "
                                                              "(the broker deletes an index without its .log)"))
         else:
-            what = ("its name is not a base offset" if n.endswith(".log") else "not a segment file")
-            problems.append(TargetProblem(path, "usage", f"{what}: expected <20-digit base offset>.log (or its "
-                                                         ".index, .timeindex, .txnindex), a partition dir or a log dir"))
+            what = "its name is not a base offset" if n.endswith(".log") else "not a segment, an index or a directory"
+            problems.append(TargetProblem(path, "usage", f"not a segment ({what}): expected a segment <20-digit base "
+                                                         "offset>.log (or its .index, .timeindex, .txnindex), a partition "
+                                                         "dir or a log dir"))
     return Targets(tuple(segments), tuple(problems), counts[0], counts[1])
 
 
