@@ -166,10 +166,12 @@ def dump(
 
     listed = _split_files(files)
     for p in listed:
-        # Path(exists=True) checks PATHS; the same check and message for --files (an empty
+        # Path(exists=True) checks PATHS; the same checks and messages for --files (an empty
         # entry is kept: kafka-dump-log dumps it, and kafkatool reports it as that file's error)
         if p and not os.path.exists(p):
             raise click.BadParameter(f"Path {click.format_filename(p)!r} does not exist.", param_hint="'--files'")
+        if p and not os.access(p, os.R_OK):
+            raise click.BadParameter(f"Path {click.format_filename(p)!r} is not readable.", param_hint="'--files'")
     all_paths = list(paths) + listed
     if not all_paths:
         raise click.UsageError('Missing required argument "[files]": give PATHS or --files.')
