@@ -581,3 +581,167 @@ def test_dry_run_warns_when_a_live_broker_holds_the_log_dir(run, tmp_path: Path)
         holder.stdin.close()
         holder.wait(timeout=10)
     assert "warning" not in run("reindex", str(logdir)).err
+
+
+# --------------------------------------------------------------------------- 10. an adversary
+
+
+def test_a_planted_temp_symlink_is_never_written_through(tmp_path: Path) -> None:
+    part = tmp_path / "logdir" / "x-0"
+    part.mkdir(parents=True)
+    target = part / f"{SEG0}.index"
+    target.write_bytes(b"old")
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    (part / f"{SEG0}.index.kafkatool-tmp").symlink_to(victim)
+    repair.replace_files([(str(target), b"new index bytes")], repair.Backup(str(tmp_path / "bk")))
+    assert victim.read_bytes() == b"precious"
+    assert target.read_bytes() == b"new index bytes" and not target.is_symlink()
+    assert not (part / f"{SEG0}.index.kafkatool-tmp").exists()
+
+
+def test_a_temp_symlink_planted_after_the_plan_is_not_followed(run, tmp_path: Path, monkeypatch) -> None:
+    # the plan saw no leftover; a symlink appears under the temp name before apply writes it
+    monkeypatch.setenv(repair.NO_EXCHANGE_ENV, "1")
+    part = tmp_path / "logdir" / "x-0"
+    part.mkdir(parents=True)
+    (part / f"{SEG0}.log").write_bytes(uniform_segment(30))
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    real_lock = repair.LogDirLock
+
+    class PlantingLock(real_lock):
+        def acquire(self) -> None:
+            super().acquire()
+            os.symlink(victim, part / f"{SEG0}.index.kafkatool-tmp")
+
+    monkeypatch.setattr(repair, "LogDirLock", PlantingLock)
+    r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(part))
+    assert r.code == 0, r
+    assert victim.read_bytes() == b"precious"
+    assert (part / f"{SEG0}.index").is_file() and not (part / f"{SEG0}.index").is_symlink()
+
+
+def test_an_index_that_is_a_symlink_is_refused_not_read_through(run, tmp_path: Path) -> None:
+    part = tmp_path / "logdir" / "x-0"
+    part.mkdir(parents=True)
+    (part / f"{SEG0}.log").write_bytes(uniform_segment(30))
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"s" * 16)  # not an index: a rewrite would copy it into the backup
+    (part / f"{SEG0}.index").symlink_to(secret)
+    r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(part))
+    assert r.code == 1 and "a symbolic link: reindex reads and replaces regular files only" in r.out, r
+    assert (part / f"{SEG0}.index").is_symlink() and secret.read_bytes() == b"s" * 16
+    assert not (tmp_path / "bk").exists()
+
+
+def test_a_fifo_named_like_a_segment_is_reported_never_opened(tmp_path: Path) -> None:
+    part = tmp_path / "logdir" / "x-0"
+    part.mkdir(parents=True)
+    (part / f"{SEG0}.log").write_bytes(uniform_segment(30))
+    os.mkfifo(part / f"{20:020d}.log")  # opening it for reading would block forever
+    p = cli("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(part), timeout=30)
+    assert p.returncode == 1, p
+    assert f"{20:020d}.log: a .log that is not a regular file".encode() in p.stdout
+    assert (part / f"{SEG0}.index").exists()
+    p = cli("reindex", str(part / f"{20:020d}.log"), timeout=30)
+    assert p.returncode == 1 and b"not a regular file" in p.stdout
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown needs root")
+def test_journal_path_keeps_the_brokers_owner_and_mode(run, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(repair.NO_EXCHANGE_ENV, "1")
+    part = tmp_path / "logdir" / "x-0"
+    part.mkdir(parents=True)
+    log = part / f"{SEG0}.log"
+    log.write_bytes(uniform_segment(30))
+    (part / f"{SEG0}.timeindex").write_bytes(b"\x00" * 11)  # corrupt: rewritten
+    for p in (log, part / f"{SEG0}.timeindex"):
+        os.chown(p, 4242, 4343)
+        p.chmod(0o600)
+    r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(part))
+    assert r.code == 0 and "under a journal" in r.out, r
+    for n in (".index", ".timeindex"):  # rewritten, and created after its .log
+        st = (part / f"{SEG0}{n}").stat()
+        assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (4242, 4343, 0o600), n
+
+
+@pytest.mark.parametrize("change", ["index rewritten by another run", "broker appended"])
+def test_a_partition_that_changed_between_plan_and_lock_is_refused_the_others_done(run, tmp_path: Path, monkeypatch, change: str) -> None:
+    logdir = _three_partitions(tmp_path)
+    (logdir / "a-0" / f"{SEG0}.index").write_bytes(b"\x00" * 7)  # a corrupt index: rewritten
+    real_lock = repair.LogDirLock
+
+    class RacingLock(real_lock):
+        def acquire(self) -> None:  # what happens while the plan was shown: another writer finishes
+            if change == "broker appended":
+                with open(logdir / "a-0" / f"{SEG0}.log", "ab") as f:
+                    f.write(encode_batch([RecordSpec(30, 1030, b"k", b"v")], base_offset=30))
+            else:
+                (logdir / "a-0" / f"{SEG0}.index").write_bytes(b"")
+            super().acquire()
+
+    monkeypatch.setattr(repair, "LogDirLock", RacingLock)
+    r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(logdir))
+    assert r.code == 1, r
+    assert "changed since it was planned" in r.out and "run again" in r.out
+    assert (logdir / "b-0" / f"{SEG0}.index").exists() and (logdir / "c-0" / f"{SEG0}.index").exists()
+    monkeypatch.setattr(repair, "LogDirLock", real_lock)
+    assert run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk2"), str(logdir)).code == 0
+
+
+def test_a_symlinked_partition_dir_locks_and_switches_the_real_one(run, tmp_path: Path) -> None:
+    real_logdir = tmp_path / "disk" / "logdir"
+    (real_logdir / "x-0").mkdir(parents=True)
+    (real_logdir / "x-0" / f"{SEG0}.log").write_bytes(uniform_segment(30))
+    elsewhere = tmp_path / "links"
+    elsewhere.mkdir()
+    (elsewhere / "x-0").symlink_to(real_logdir / "x-0")
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(real_logdir / ".lock")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(elsewhere / "x-0"))
+        assert r.code == 2 and ".lock" in r.err, r  # the live broker's lock is on the real log dir
+        assert not (elsewhere / ".lock").exists() and not (real_logdir / "x-0" / f"{SEG0}.index").exists()
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    r = run("reindex", "--execute", "--format", "jsonl", "--backup-dir", str(tmp_path / "bk"), str(elsewhere / "x-0"))
+    assert r.code == 0 and json.loads(r.lines[0])["method"] == "exchange", r
+    assert (elsewhere / "x-0").is_symlink() and (real_logdir / "x-0" / f"{SEG0}.index").is_file()
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["x-0"]
+
+
+def test_sigkill_at_every_step_through_a_symlinked_partition_dir(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / f"{SEG0}.log").write_bytes(uniform_segment(60))
+    (src / f"{SEG0}.index").write_bytes(b"\x00" * 5)  # corrupt: rewritten; the .timeindex is created
+    old = {p.name: p.read_bytes() for p in src.iterdir()}
+    ref = tmp_path / "ref" / "logdir" / "x-0"
+    shutil.copytree(src, ref)
+    assert kafkatool("reindex", "--execute", "--quiet", "--backup-dir", str(tmp_path / "ref-bk"), str(ref)).returncode == 0
+    new = {p.name: p.read_bytes() for p in ref.iterdir()}
+    assert new != old
+    n = 0
+    while True:
+        n += 1
+        real = tmp_path / f"run{n}" / "logdir"
+        shutil.copytree(src, real / "x-0")
+        (tmp_path / f"run{n}" / "links").mkdir()
+        link = tmp_path / f"run{n}" / "links" / "x-0"
+        link.symlink_to(real / "x-0")
+        p = kafkatool("reindex", "--execute", "--quiet", "--backup-dir", str(tmp_path / f"bk{n}"), str(link), fault_at=n)
+        now = {q.name: q.read_bytes() for q in (real / "x-0").iterdir()}
+        assert sorted(q.name for q in link.parent.iterdir()) == ["x-0"], n  # no lock, no staging dir there
+        if p.returncode == 0:
+            assert now == new
+            break
+        assert p.returncode == -9, (n, p)
+        assert now in (old, new), f"step {n}: the real partition dir is neither the old state nor the new one"
+        again = kafkatool("reindex", "--execute", "--quiet", "--backup-dir", str(tmp_path / f"bk{n}b"), str(link))
+        assert again.returncode == 0, (n, again)
+        assert {q.name: q.read_bytes() for q in (real / "x-0").iterdir()} == new, n
+        assert sorted(q.name for q in real.iterdir()) == [".lock", "x-0"], n  # the staging dir removed
+    assert n > 10
