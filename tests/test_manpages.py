@@ -408,11 +408,41 @@ def test_runbook_commands_parse_with_the_current_cli(tmp_path: Path) -> None:
 def test_runbook_inline_commands_use_existing_options() -> None:
     """``kafkatool <command> --option`` written in prose names options that exist."""
     plain = _unroff(_read(RUNBOOKS))
-    for name, options in re.findall(r"kafkatool (dump|verify|reindex|truncate)((?: --?[a-z][a-z-]*)+)", plain):
+    for name, options in re.findall(rf"kafkatool ({'|'.join(cli.commands)})((?: --?[a-z][a-z-]*)+)", plain):
         command = cli.commands[name]
         known = {o for p in command.params for o in [*p.opts, *p.secondary_opts]}
         for option in options.split():
             assert option in known, f"kafkatool {name} has no {option} (shown in {RUNBOOKS})"
+
+
+def test_runbooks_show_every_command() -> None:
+    shown = {line.split()[1] for line in _runbook_command_lines()}
+    assert shown >= set(cli.commands), f"kafkatool-runbooks(7) never shows {sorted(set(cli.commands) - shown)}"
+
+
+def _readme_command_lines() -> list[str]:
+    """Every line of a ```sh block of README.md that starts with ``kafkatool ``."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
+    return [line.strip() for block in blocks for line in block.splitlines() if line.startswith("kafkatool ")]
+
+
+def test_readme_commands_parse_with_the_current_cli(tmp_path: Path) -> None:
+    lines = _readme_command_lines()
+    assert {line.split()[1] for line in lines} >= set(cli.commands), lines
+    for line in lines:
+        try:
+            _parse_command_line(line, tmp_path)
+        except click.exceptions.ClickException as exc:
+            pytest.fail(f"README.md shows a command the CLI rejects: {line}\n  {exc.format_message()}")
+
+
+@pytest.mark.parametrize("filename", PAGE_IDS + HAND_WRITTEN)
+def test_see_also_names_each_page_once(filename: str) -> None:
+    see_also = _read(filename).split('.SH "SEE ALSO"', 1)[1].split(".SH ", 1)[0]
+    refs = re.findall(r"\\fB(.+?)\\fR\((\w+)\)", see_also)
+    assert refs and len(refs) == len(set(refs)), f"{filename}: SEE ALSO repeats {[r for r in refs if refs.count(r) > 1]}"
+    assert (_roff(filename.rsplit(".", 1)[0]), filename.rsplit(".", 1)[1]) not in refs, f"{filename} lists itself"
 
 
 def test_runbook_parser_rejects_a_drifted_command(tmp_path: Path) -> None:

@@ -304,13 +304,13 @@ def _th(title: str, section: str = SECTION, source: str = "the Click definitions
 
 
 def _see_also(names: Iterable[str]) -> str:
-    """``name`` means ``name(1)``; ``name(N)`` is taken as written."""
-    out = []
+    """``name`` means ``name(1)``; ``name(N)`` is taken as written; each page once, in first-seen order."""
+    out: dict[tuple[str, str], str] = {}
     for n in names:
         m = re.fullmatch(r"(.+)\((\w+)\)", n)
         name, sect = (m.group(1), m.group(2)) if m else (n, SECTION)
-        out.append(f"\\fB{_esc_raw(name)}\\fR({sect})")
-    return _protect_lines(",\n".join(out))
+        out.setdefault((name, sect), f"\\fB{_esc_raw(name)}\\fR({sect})")
+    return _protect_lines(",\n".join(out.values()))
 
 
 def _exit_codes() -> list[tuple[int, str, str]]:
@@ -566,11 +566,13 @@ ARGUMENT_HELP: dict[str, dict[str, str]] = {
 }
 
 #: Extra SEE ALSO entries by command (``name`` for ``name(1)``, or ``name(N)`` as written).
+#: A command page lists kafkatool(1) and the other command pages before these (each page once).
 SEE_ALSO: dict[str, list[str]] = {
-    "dump": ["jq(1)"],
+    "dump": ["kafkatool-runbooks(7)", "jq(1)"],
     "verify": ["kafkatool-runbooks(7)", "jq(1)"],
-    "reindex": ["kafkatool-verify", "kafkatool-dump", "kafkatool-runbooks(7)", "fcntl(2)", "jq(1)"],
-    "truncate": ["kafkatool-verify", "kafkatool-reindex", "kafkatool-dump", "kafkatool-runbooks(7)", "fcntl(2)", "jq(1)"],
+    "reindex": ["kafkatool-runbooks(7)", "fcntl(2)", "jq(1)"],
+    "truncate": ["kafkatool-runbooks(7)", "fcntl(2)", "jq(1)"],
+    "restore": ["kafkatool-runbooks(7)", "sha256sum(1)", "jq(1)"],
 }
 
 # --------------------------------------------------------------------------- dump
@@ -636,7 +638,9 @@ _DUMP_OUTPUT = _join(
         "`KRaftVersion {...}`, `KRaftVoters {...}` or `controlType: <NAME>(<id>)`. "
         "Text checkpoint files, which kafka-dump-log cannot dump, print one line of `name: value` pairs "
         "per entry (`leader-epoch-checkpoint`, `*-offset-checkpoint`, `partition.metadata`, "
-        "`quorum-state`, `meta.properties`)."
+        "`quorum-state`, `meta.properties`): numbers and single words as they are, an empty string or one "
+        "with spaces as a JSON string (`clusterId: \"\"`), lists and objects as compact JSON "
+        "(`currentVoters: [{\"voterId\":1}]`)."
     ),
     para(
         "After the last file, the end-of-run summaries go to standard error, in this order: offset-index "
@@ -646,9 +650,17 @@ _DUMP_OUTPUT = _join(
     example(_DUMP_SUMMARY_LINES),
     para(
         "`--format jsonl` prints one JSON object per line on standard output, errors and summaries included "
-        "(see JSON LINES SCHEMA). `--format table` prints Rich tables, one per file, for a person at a "
-        "terminal; values are printed as written (no markup), and notes, errors and summaries are the text "
-        "format's lines on their usual stream."
+        "(see JSON LINES SCHEMA). `--format table` prints tables for a person at a terminal, in the box "
+        "style of Rich's tables: one per file for shallow dumps (position, offsets, count, magic, codec, "
+        "timestamp, producer, flags, size, crc), batches as bold rows with their records under them for deep "
+        "ones. Rows are streamed a few hundred at a time, so memory stays flat and the first rows show at "
+        "once (about half the text format's speed); when later rows need wider columns the table is closed "
+        "and a wider one, with its header, follows. Every timestamp shows as milliseconds and, next to it, "
+        "as ISO 8601 UTC (`2023-11-14T22:13:20.005Z`); JSON Lines keeps the numbers. Keys and values are "
+        "printed as written, never as markup (`[red]` stays `[red]`), and control characters are escaped "
+        "(`\\n`, `\\x1b`, `\\u202e`), so a binary key cannot break a row or drive the terminal. At a "
+        "terminal the columns are fitted to its width and long cells fold onto more lines; into a file or a "
+        "pipe nothing folds. Notes, errors and summaries are the text format's lines on their usual stream."
     ),
     subsection(
         "Where kafkatool differs from kafka-dump-log",
@@ -667,7 +679,17 @@ _DUMP_OUTPUT = _join(
             "the end-of-run summaries; kafkatool dumps the remaining files and then prints the summaries.",
             "*It never creates or changes a file.* Every file is opened read-only. kafka-dump-log creates an "
             "empty `.index` when asked for a missing `.index` or for a `.timeindex` without its `.index`, and "
-            "opens `.txnindex` files for writing; kafkatool reports the missing file instead.",
+            "opens `.txnindex` files for writing; kafkatool reports a missing `.index` instead, and prints a "
+            "`.timeindex` without its `.index` with a `kafkatool: warning:` that the check of its entries "
+            "against the offset index and the log was skipped.",
+            "*Only regular files are read.* A FIFO, socket or device named like a Kafka file (given, or met "
+            "in a directory) is refused with an error naming it, before it is opened, so a dump never blocks "
+            "on one. An error reading a file names that file, also when it is the `.log` an index is checked "
+            "against.",
+            "*Directories.* A partition directory stands for its files; a log dir for its files and its "
+            "partition directories; a directory above log dirs (`/var/lib/kafka` over `data-1`, `data-2`) "
+            "for those log dirs. A directory with nothing Kafka in it (an empty one, `/etc`) is a usage error. "
+            "A partition directory that cannot be read is an error for it, and the others are dumped.",
             "*Exit codes.* 0 means every file was dumped, 1 that some file could not be, 2 bad usage "
             "(see EXIT STATUS). kafka-dump-log exits 1 both for a crash and for bad usage, and 1 for `--help`; "
             "kafkatool prints `--help` on standard output and exits 0.",
@@ -737,19 +759,29 @@ _DUMP_SEEK = _join(
             ),
             (
                 "--end-offset N",
-                "Stops at the first batch (magic 2) whose base offset is past *N*; with deep iteration, records "
-                "past *N* are left out.",
+                "Stops at the first batch whose first offset is past *N*; with deep iteration, records "
+                "past *N* are left out. For magic 0 and 1 a message is judged by its offset, and a "
+                "compressed wrapper (whose offset is its last inner one) by its inner records: it shows "
+                "when one of them is in the range, and the walk stops after the first entry at or past *N*.",
             ),
             (
                 "--end-time T",
-                "Leaves out batches (magic 2) whose first timestamp is after *T* and, with deep iteration, "
-                "records with timestamps after *T*; the walk goes on to the end, because timestamps need "
-                "not grow with offsets.",
+                "Leaves out batches whose first timestamp is after *T* (for magic 0 and 1: messages, and "
+                "wrappers none of whose records is at or before *T*) and, with deep iteration, records with "
+                "timestamps after *T*; the walk goes on to the end, because timestamps need not grow with "
+                "offsets.",
             ),
         ]
     ),
     para(
-        "Times are epoch milliseconds or ISO-8601 (`2024-01-31T12:00:00Z`; without a zone, UTC). "
+        "Times are epoch milliseconds (a signed 64-bit integer) or ISO 8601: `2024-05-01T12:00:00Z`, with "
+        "an offset (`2024-05-01T14:00:00+02:00`), with fractional seconds (`12:00:00.250Z`; below a "
+        "millisecond rounded down), or a date alone (midnight); without an offset, UTC. An integer above "
+        "10^9 and below 10^11 is almost surely epoch seconds (a 2001-5138 date, but January-February 1970 in "
+        "milliseconds): it is taken as milliseconds, as given, with a `kafkatool: warning:` on standard error "
+        "that shows both readings. A start after the end (`--start-offset 10 --end-offset 5`), an offset "
+        "below 0 or past 2^63-1 and a time outside the signed 64-bit range are usage errors (exit 2) before "
+        "anything is printed. "
         "When the `.index` or `.timeindex` is missing, fails its sanity check, or points past the end of "
         "the log, kafkatool falls back to a scan from the first byte: the result is the same, only slower. "
         "While any of these options is given the `Found N invalid bytes` line is not printed, as with "
@@ -890,12 +922,19 @@ _DUMP_JSONL = _join(
 _DUMP_EXIT = exit_status(
     {
         0: "Every file was dumped. As with kafka-dump-log this holds even when the output reports "
-        "problems: `isvalid: false`, index mismatches, invalid trailing bytes, corrupt producer snapshots.",
+        "problems: `isvalid: false`, index mismatches, invalid trailing bytes, corrupt producer snapshots. "
+        "Also when the reader of standard output went away (`kafkatool dump X | head -1`): the dump stops "
+        "quietly, as ripgrep does, so `set -o pipefail` scripts work.",
         1: "At least one file could not be dumped to its end; each such file has an error line "
         "(text: `kafkatool: error:` on standard error; JSON Lines: a `\"type\": \"error\"` object) "
-        "naming the file and byte position. The other files were dumped and the summaries printed.",
-        2: "Bad usage: an unknown option, a bad value, no files given, a Java decoder class other "
-        "than StringDecoder. Nothing was dumped.",
+        "naming the file and byte position. The other files were dumped and the summaries printed. "
+        "A file that is not a regular file, cannot be read, or lies in a partition directory that cannot "
+        "be read counts as one that could not be dumped.",
+        2: "Bad usage: an unknown option, a bad value, no files given, a path that does not exist or "
+        "cannot be read (`Path 'X' does not exist.`, as for the other commands; also a symlink loop and "
+        "`-`), a directory with nothing Kafka in it, an empty `--start`/`--end` range, an offset or time "
+        "out of range, a `--max-message-size` below 1, a Java decoder class other than StringDecoder. "
+        "Nothing was dumped.",
     }
 )
 
@@ -993,6 +1032,11 @@ _DUMP_EXAMPLES = _join(
     example(
         "kafkatool dump --format table --deep-iteration 00000000000000000000.log",
         "A table per file, for reading at a terminal:",
+    ),
+    example(
+        "kafkatool dump --deep-iteration --end-time 2024-05-01T14:00:00+02:00 /var/lib/kafka > dump.txt",
+        "Every log dir under /var/lib/kafka, records up to noon UTC, into a file; a progress bar shows on "
+        "the terminal meanwhile (`-q` leaves it out):",
     ),
 )
 
@@ -1138,33 +1182,78 @@ _VERIFY_EXAMPLES = _join(
 
 _REINDEX_PLAN = _join(
     para(
-        "Without `--execute` nothing is written, no lock is taken and no backup is made. For every segment "
-        "that needs a change, `--format text` prints a block on standard output: a header line "
-        "`<segment>: <n> batches, offsets <first>-<last>, <valid> valid bytes of <size>`, then one line per file:"
+        "*Which files are rewritten.* Every segment is walked as the broker's recovery walks it and its "
+        "indexes are rebuilt in memory. By default a file on disk is replaced only when it is wrong: a "
+        "missing `.index` or `.timeindex` (or a missing `.txnindex` of a segment with aborted transactions); "
+        "a file `kafkatool verify` finds wrong (any of its `index_*`, `timeindex_*` or `txnindex_*` findings "
+        "that fail a check, the same checks, so the two commands agree); an `.index` that does not cover the "
+        "log (`index_not_covering`: its last entry lies more than `--index-interval-bytes` + 1 MiB, the "
+        "default `replica.fetch.max.bytes`, before the rebuilt index's last entry). A broker's own indexes, "
+        "written one entry per append while the rebuild writes one per batch, differ from the rebuild and "
+        "are both right: they are kept, and a healthy broker dir gives exit status 0. `--all` replaces every "
+        "file that differs from the rebuild, as recovery would."
+    ),
+    para(
+        "*Refusals.* A segment is refused (nothing of it written, the others go on, exit status 1) when a "
+        "file to be replaced describes batches at or after a bad batch the rebuild stops at: a rebuild never "
+        "covers less of the log than the file it replaces (`bad batch at byte <p> (...)`; run `kafkatool "
+        "truncate --execute <partition dir>` first); when its partition dir holds the committed journal of "
+        "an interrupted truncate (`kafkatool-truncate.kafkatool-journal`: reindex never removes another "
+        "command's pending journal or the temp files it names; run `kafkatool truncate --execute <partition "
+        "dir>` to finish it); when an index file is a symbolic link, a FIFO or another non-regular file; "
+        "when a file cannot be read; or, with `--execute`, when a file or the `.log` changed between the "
+        "plan and the lock (a broker appended, another run finished first: run again)."
+    ),
+    para(
+        "*Targets.* A segment named on the command line must be `<20-digit base offset>.log` (or its "
+        "`.index`, `.timeindex`, `.txnindex`); anything else is refused with exit status 2, as is a "
+        "directory with no segment in it at all (`no Kafka segment found`). Directories are searched "
+        "recursively (a partition dir, a log dir, a directory of log dirs), without following symbolic "
+        "links below a named path; a named symbolic link is resolved, so a symlinked partition dir is locked "
+        "and switched in its real log dir. Below a named directory, kafkatool's own backup dirs (holding "
+        "`MANIFEST.json` and `RESTORE.txt`) and `-delete`/`-future`/`-stray` partition dirs are skipped "
+        "(`skipped: ...`). A `*.log` whose name is not an offset (Kafka cannot load such a partition), a "
+        "`.log` that is not a regular file, and a directory that cannot be listed are reported on a line "
+        "of their own, exit status 1, and the rest is planned as usual."
+    ),
+    para(
+        "Without `--execute` nothing is written, no lock is taken and no backup is made; a warning on "
+        "standard error names the process (PID) holding `<log dir>/.lock` when one does. For every segment "
+        "that needs a change, is refused or has a bad tail, `--format text` prints a block on standard output: "
+        "a header line `<segment>: <n> batches, offsets <first>-<last>, <valid> valid bytes of <size>`, then "
+        "one line per file:"
     ),
     tagged([
         ("unchanged", "The file on disk is byte for byte what recovery would build."),
-        ("rewrite", "`bytes [0, <old size>) replaced by <new size> bytes, <old> -> <new> entries`: the whole file is replaced."),
-        ("create", "The file is missing and will be written."),
-        ("remove", "A `.kafkatool-tmp` or `.kafkatool-journal` file, or a staging directory `<topic>-<partition>.6b66746c<24 hex>-delete` beside the partition directory, left by an interrupted run; it is deleted."),
+        ("keep", "The file differs from the rebuild but passes verify's index checks and covers the log; it is left as it is (`--all` rewrites it)."),
+        ("rewrite", "`<old size> -> <new size> bytes, <old> -> <new> entries (<why>)`: the whole file is replaced; `why` is verify's finding (`<kind>: <message>`), `index_not_covering: ...` or `--all`."),
+        ("create", "The file is missing and will be written (`(missing)`)."),
+        ("refused", "Nothing of this segment is written, and why (see *Refusals*)."),
+        ("remove", "A `.kafkatool-tmp` or `<segment>.kafkatool-journal` file of an interrupted reindex (or a temp file of a run that never committed), or a staging directory `<topic>-<partition>.6b66746c<24 hex>-delete` beside the partition directory, left by an interrupted run; it is deleted."),
         ("leave", "The `.txnindex` is not rebuilt, because the transactions open at the segment's base cannot be known: there is no `<base>.snapshot` and an earlier segment cannot be replayed (§9 of the spec: a segment's transaction index cannot be rebuilt from that segment alone). Otherwise the `.txnindex` is rebuilt from the ABORT markers like the other files, with the lastStableOffset recovery computes."),
-        ("bad tail", "The walk stopped before the end of the `.log` (a CRC mismatch, a size below 14, an offset the index cannot take, a partial batch). The indexes cover only the valid bytes before it, as the broker's recovery would build them; the `.log` is never changed. `kafkatool truncate` removes such a tail."),
+        ("bad tail", "The walk stopped before the end of the `.log` (a CRC mismatch, a size below 14, an offset the index cannot take, a partial batch). A rebuilt index covers only the valid bytes before it, as the broker's recovery would build it; the `.log` is never changed. `kafkatool truncate` removes such a tail."),
     ]),
     para(
-        "After `--execute` each block ends with a `done` line. `--format jsonl` prints one `reindex_segment` "
-        "object per segment (every segment, changed or not: `segment`, `base_offset`, `batches`, `first_offset`, "
-        "`last_offset`, `log_size`, `valid_bytes`, `bad_tail`, `files` with `action`, sizes, entry counts and "
-        "sha256 of old and new bytes, `txnindex_not_rebuilt` (why, or null), `leftovers`, `staging_leftovers`, `needs_changes`, and after `--execute` `written`, "
-        "`removed`, `backup_dir`, `method` (`exchange`, or `journal (<why>)`), `verified`) and a final `reindex_summary` object. A summary goes to standard "
-        "error unless `--quiet`, and a progress bar while standard error is a terminal."
+        "After `--execute` each block ends with a `done` line (or `refused`). `--format jsonl` prints compact "
+        "JSON, Kafka's camelCase keys: a `reindex_problem` object per target problem (`path`, `kind`: "
+        "`invalid_segment_name`, `unreadable`, `not_regular` or `skipped`, `message`); one `reindex_segment` "
+        "object per segment (every segment, changed or not: `segment`, `partitionDir`, `baseOffset`, "
+        "`indexIntervalBytes`, `batches`, `firstOffset`, `lastOffset`, `logSize`, `validBytes`, `badTail`, "
+        "`files` with `path`, `kind`, `action`, `why`, `oldSize`, `newSize`, `oldEntries`, `newEntries`, "
+        "`oldSha256`, `newSha256`; `txnindexNotRebuilt` (why, or null), `leftovers`, `stagingLeftovers`, "
+        "`refused` (null or `kind` and `reason`), `needsChanges`, and after `--execute` `written`, `removed`, "
+        "`backupDir`, `method` (`exchange`, or `journal (<why>)`), `verified`) and a final `reindex_summary` "
+        "object (`execute`, `all`, `segments`, `needingChanges`, `refused`, `problems`, `filesWritten`, "
+        "`backupDirs`, `seconds`). A one-line summary goes to standard error unless `--quiet`, and a progress "
+        "bar while standard error is a terminal. File names that are not UTF-8 are written as their own "
+        "bytes in text, as `\\udcXX` escapes in JSON."
     ),
     para(
         "The rebuild is the broker's (`LogSegment.recover`): for each valid batch, the maximum timestamp is "
         "updated first; when more than `--index-interval-bytes` have passed since the last indexed batch, an "
         "offset entry (the batch's last offset, its position) and a time entry are added; at the end the final "
         "time entry (the segment's maximum timestamp) is added and both files are trimmed to their exact length. "
-        "Use the topic's `index.interval.bytes`. A broker that indexed its segments while appending (one entry "
-        "per produce request) wrote different but equally valid files; reindex then plans a rewrite."
+        "Use the topic's `index.interval.bytes`."
     ),
 )
 
@@ -1214,6 +1303,22 @@ _REINDEX_SAFETY = _join(
         "*Re-verification.* After writing, every file is read back and compared with the plan, and the segment "
         "is planned again: the new plan must find nothing to change, so a second run is a no-op."
     ),
+    para(
+        "*Hostile files.* Temp files are always created new (`O_EXCL|O_NOFOLLOW`, after removing whatever had "
+        "the name): a symbolic link planted as `<name>.kafkatool-tmp` is never written through. Index files "
+        "are read without following links; a symlinked or non-regular index file refuses its segment. A new "
+        "file takes the owner and mode of the file it replaces (or of its `.log`) on both paths, so a broker "
+        "running as another user can still open it."
+    ),
+    para(
+        "*Full disk, Ctrl-C.* A write error (a full disk) names the file: before the switch the partition "
+        "dir is the old state and the partial staging dir is removed (or, if that fails too, left as a "
+        "leftover the next run removes); on the journal path the temp files written so far are removed. "
+        "Ctrl-C while planning prints one line; during `--execute` it prints the state of every partition "
+        "dir the run meant to change: `done`, `untouched`, `refused`, or `interrupted` with the leftover "
+        "(a staging dir, a journal) the next `kafkatool reindex --execute` completes or removes. The exit "
+        "status is then 130."
+    ),
 )
 
 _REINDEX_RESTORE = _join(
@@ -1227,9 +1332,10 @@ _REINDEX_RESTORE = _join(
 )
 
 _REINDEX_EXAMPLES = _join(
-    example("kafkatool reindex /var/lib/kafka/data/orders-3", "See what would change (exit status 1 if anything):"),
-    example("kafkatool reindex --execute --index-interval-bytes 4096 /var/lib/kafka/data", "With the broker stopped, rebuild every index of a log dir:"),
-    example("kafkatool reindex --format jsonl /data/orders-3 | jq 'select(.type==\"reindex_segment\" and .needs_changes) | .segment'", "For a script:"),
+    example("kafkatool reindex /var/lib/kafka/data/orders-3", "See which index files are wrong (exit status 1 if any):"),
+    example("kafkatool reindex --execute --index-interval-bytes 4096 /var/lib/kafka/data", "With the broker stopped, rewrite the wrong or missing indexes of a log dir:"),
+    example("kafkatool reindex --execute --all /var/lib/kafka/data/orders-3", "Rebuild every index exactly as recovery would, the broker's own included:"),
+    example("kafkatool reindex --format jsonl /data/orders-3 | jq 'select(.type==\"reindex_segment\" and .needsChanges) | .segment'", "For a script:"),
 )
 
 
@@ -1300,7 +1406,7 @@ _TRUNCATE_RESTORE = _join(
         "its `.log` at its original position (a short embedded Python program that refuses a file of an "
         "unexpected size), then copies the rewritten and moved files back. Running it twice is harmless."
     ),
-    example("sh /var/lib/kafka/kafkatool-backup-data-20250101T120000000000Z/RESTORE.txt"),
+    example("sh -e /var/lib/kafka/kafkatool-backup-data-20250101T120000000000Z/RESTORE.txt"),
 )
 
 _TRUNCATE_EXAMPLES = _join(
@@ -1333,7 +1439,7 @@ EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
         ("PLAN OUTPUT", _REINDEX_PLAN),
         ("SAFETY", _REINDEX_SAFETY),
         ("RESTORING FROM THE BACKUP", _REINDEX_RESTORE),
-        ("EXIT STATUS", lambda command: exit_status({0: "Nothing to change (dry run), or the changes were applied and re-verified.", 1: "Dry run: changes are needed.", 2: "Bad usage, an I/O error, or a refusal: a live broker holds the log dir, or a transitional directory without `--allow-transitional`."})),
+        ("EXIT STATUS", lambda command: exit_status({0: "Nothing to change (dry run), or the changes were applied and re-verified.", 1: "Dry run: an index file is wrong, missing or does not cover the log. Either mode: a segment was refused, a file could not be read or is not a regular file, or a `.log` has a name Kafka cannot load.", 2: "Bad usage (a file that is not a segment, a path that does not exist), nothing Kafka in the paths, an I/O error (a full disk), or a refusal of the whole run: a live broker holds the log dir, or a transitional directory without `--allow-transitional`.", 130: "Interrupted (Ctrl-C); the state of each partition dir is printed."})),
         ("EXAMPLES", _REINDEX_EXAMPLES),
     ],
     "truncate": [
@@ -1399,8 +1505,9 @@ _RB_BEFORE = _join(
     bullets([
         "*Stop the broker, or work on a copy.* `kafkatool reindex --execute` and `kafkatool truncate --execute` "
         "take the POSIX lock on `<log dir>/.lock` that the broker holds while it runs; when a live broker holds it "
-        "they refuse with exit status 2 and change nothing. A stopped broker is one whose process has exited: "
-        "`systemctl stop` returning is not enough if the service has a long stop timeout.",
+        "they refuse with exit status 2, name the process, and change nothing (a dry run warns about it). A "
+        "stopped broker is one whose process has exited: `systemctl stop` returning is not enough if the service "
+        "has a long stop timeout.",
         "*Verify is read-only.* `kafkatool verify` never writes or creates a file and can run on a live broker; "
         "`--max-rate` caps its reads (e.g. `--max-rate 50M`) so it does not compete with the broker for the disk. "
         "On a live broker the active (last) segment of a partition may be in the middle of a write: confirm a "
@@ -1410,15 +1517,18 @@ _RB_BEFORE = _join(
         "*When in doubt, take a copy* of the partition directory (`cp -a`) into another directory that plays the "
         "log dir, and rehearse there with `--force` (which skips the lock check: only ever on a copy).",
         "*Backups.* With `--execute` every replaced file and every removed byte range goes first to a backup "
-        "directory, by default `kafkatool-backup-<log dir name>-<UTC time>` beside the log dir (never inside it: "
-        "the broker takes every directory in a log dir for a partition). Make sure that file system has room, or "
-        "give `--backup-dir` a path outside the log dir. See *RESTORING FROM THE BACKUP*.",
+        "directory, by default `kafkatool-backup-<log dir name>-<UTC time>` beside the log dir. A `--backup-dir` "
+        "inside the log dir is refused: the broker takes every directory in a log dir for a partition. Make sure "
+        "that file system has room. See *RESTORING FROM THE BACKUP*.",
         "*An interrupted repair.* If `reindex --execute` or `truncate --execute` was killed or the machine went "
         "down, run the same command again before starting the broker. The partition directory is complete, "
-        "either as it was or as repaired; the dry run names the staging directory the interrupted run left beside "
-        "it (`<topic>-<partition>.6b66746c<24 hex>-delete`, named like a partition being deleted), and "
-        "`--execute` removes it. A broker would delete it as well, but after an unclean shutdown it may first "
-        "recover the segments in it, whose `.log` files can be hard links of the partition's own.",
+        "either as it was or as repaired; `kafkatool verify` and the dry run name what the interrupted run left: "
+        "the staging directory beside it (`<topic>-<partition>.6b66746c<24 hex>-delete`, named like a partition "
+        "being deleted; `--execute` removes it) or, where the exchange was impossible, a journal the next run "
+        "completes (`pending_journal`, with its `*.kafkatool-tmp` files: never remove those by hand). A broker "
+        "would delete the staging directory as well, but after an unclean shutdown it may first recover the "
+        "segments in it, whose `.log` files can be hard links of the partition's own. Ctrl-C stops a command "
+        "with exit status 130; `reindex` and `truncate` then print the state of each partition directory.",
         "*Index spacing.* `reindex` and `truncate` build indexes with `--index-interval-bytes` (default 4096, "
         "Kafka's default); pass the topic's `index.interval.bytes` if it overrides it.",
         "*Replicas.* On a replicated topic, what a repaired follower loses is fetched back from the leader when it "
@@ -1432,14 +1542,22 @@ _RB_EXIT = _join(
     para("What the exit status of each command means in these procedures:"),
     tagged([
         ("kafkatool verify", "0: no failing findings (information kinds such as `index_missing` and "
-         "`preallocated_index_tail` do not fail). 1: findings; read them. 2: bad usage or an I/O error (an unreadable "
-         "file is also what stops the broker with `Could not read file <file>`; check permissions and the kernel log)."),
+         "`preallocated_index_tail` do not fail). 1: findings; read them. A file or directory that cannot be read "
+         "is one of them, `unreadable`, and the check goes on with the rest (it is also what stops the broker with "
+         "`Could not read file <file>`; check permissions and the kernel log). 2: bad usage, or a path with "
+         "nothing Kafka in it."),
         ("kafkatool reindex, kafkatool truncate", "Dry run: 0 nothing to change, 1 changes are needed (the plan is "
          "on standard output). With `--execute`: 0 the changes were applied and re-verified. 2 in both: bad usage, "
          "an I/O error, or a refusal: a live broker holds the log dir (stop it), or a `*-delete`, `*-future` or "
-         "`*-stray` directory (add `--allow-transitional` only if you mean to repair it)."),
+         "`*-stray` directory (add `--allow-transitional` only if you mean to repair it). Each command's page "
+         "lists the other cases."),
+        ("kafkatool restore", "Dry run: 0 nothing to restore, 1 files would be put back. With `--execute`: 0 "
+         "everything was put back and checked against `MANIFEST.json`. 2: a refusal (a file changed since the "
+         "repair, a backup file that does not match its sha256, a live broker) or bad usage; nothing was written."),
         ("kafkatool dump", "0 every file was dumped, 1 a file could not be (the error names the file and byte "
-         "position), 2 bad usage."),
+         "position), 2 bad usage (a path that does not exist, nothing Kafka in it)."),
+        ("every command", "130: interrupted (Ctrl-C). 3: a kafkatool bug, reported in one line; please report it "
+         "with the command line."),
     ], literal_terms=True),
 )
 
@@ -1472,10 +1590,15 @@ _RB_UNCLEAN = _runbook(
         "broker will run recovery on the next start.",
         (
             "Find every damaged region of the log dir (several processes, it is read-only):",
-            f"$ kafkatool verify --jobs 4 --format lines {_LOG_DIR}",
+            f"$ kafkatool verify --jobs 4 --format text {_LOG_DIR}",
             "Exit status 0: kafkatool finds nothing wrong in the files, and the start failure lies elsewhere "
-            "(configuration, permissions, the controller quorum). 2: an unreadable file or another I/O error. "
+            "(configuration, the controller quorum). 2: a mistyped path, or one with nothing Kafka in it. "
             "1: one line per finding, `<path>:<position>: <kind>: <message>`. The kinds that matter here: "
+            "`unreadable` is the *Could not read file* failure (permissions, a disk error: see the kernel log); "
+            "`invalid_file_name` and `not_a_partition_dir` are files and directories the broker refuses to load "
+            "(a stray file, a backup or `lost+found` put into the log dir: move them out); "
+            "`pending_journal`, `kafkatool_temp` and `kafkatool_staging` are what an interrupted kafkatool repair "
+            "left (run it again); "
             "`partial_batch`, `trailing_bytes`, `invalid_size` and `crc_mismatch` are where recovery cuts; "
             "`offset_below_base` and `offset_overflow` in a segment that is recovered give the *Split operation* "
             "failure; `checkpoint_invalid` is the *Malformed line* failure; `snapshot_*` and `orphan_index` the "
@@ -1538,7 +1661,7 @@ _RB_TAIL = _runbook(
     _steps(
         (
             "See which it is (safe on the live broker):",
-            f"$ kafkatool verify --max-rate 50M --format lines {_PART}",
+            f"$ kafkatool verify --max-rate 50M --format text {_PART}",
             "`trailing_zeros` holds no data. `partial_batch` and `trailing_bytes` are a torn write. `invalid_size` "
             "or `crc_mismatch` followed by `(<n> good batches follow)` is a damaged size field or batch with intact "
             "data behind it: kafka-dump-log's count of invalid bytes then covers those batches too. Treat that as "
@@ -1587,7 +1710,7 @@ _RB_INDEX = _runbook(
     _steps(
         (
             "Find the bad index files (safe on the live broker):",
-            f"$ kafkatool verify --max-rate 50M --format lines {_PART}",
+            f"$ kafkatool verify --max-rate 50M --format text {_PART}",
             "`preallocated_index_tail` and `timeindex_record_offset` are information, not damage: the first is "
             "normal for the active segment of a live broker and after an unclean shutdown, the second is what "
             "brokers up to 3.7 wrote. `index_missing` is information too: the broker rebuilds that segment on "
@@ -1602,9 +1725,12 @@ _RB_INDEX = _runbook(
         (
             "Dry run, with the topic's `index.interval.bytes`:",
             f"$ kafkatool reindex --index-interval-bytes 4096 {_PART}",
-            "One block per segment that needs a change: `rewrite` or `create` for the `.index`, `.timeindex` and "
-            "`.txnindex` (`leave` when the producer state it needs is unknown). A `bad tail` line means the `.log` "
-            "is damaged: run `kafkatool truncate` first.",
+            "One block per segment: `rewrite` or `create` for an index file that is missing or wrong (corrupt, "
+            "inconsistent with the log, not covering it), `keep` for one that passes verify's index checks even if a "
+            "rebuild would space its entries differently (a live broker indexes per append, recovery per batch; "
+            "`--all` rewrites those too), `leave` for a `.txnindex` whose producer state is unknown. A `bad tail` "
+            "line, or a segment refused because its rebuild would cover less of the log than its index, means the "
+            "`.log` is damaged: run `kafkatool truncate` first.",
         ),
         (
             "Apply and check:",
@@ -1707,10 +1833,17 @@ _RB_BACKUP_CONTENTS = _join(
          "(later segments with their indexes, producer snapshots above the new log end)."),
         ("<partition dir>/<segment>.log.<start>-<end>.bytes", "`truncate` only: each byte range removed from "
          "a `.log`, named by its original position."),
-        ("MANIFEST.json", "every range (file, start, end, sha256) and every file (original path, size, "
-         "sha256, and what replaced it, or that it was created)."),
-        ("RESTORE.txt", "a shell script that puts everything back."),
+        ("MANIFEST.json", "one entry per run that used the directory: every removed range (file, start, end, "
+         "sha256) and every file (its path relative to the log dir, the size, sha256, owner and mode of the "
+         "original and of what replaced it, or that it was created)."),
+        ("SHA256SUMS", "the sha256 of every original, for `sha256sum -c` run in the log dir."),
+        ("RESTORE.txt", "a shell script that puts everything back without kafkatool (`sh -e RESTORE.txt`)."),
     ]),
+    para(
+        "Several runs may share one backup directory (`--backup-dir`): each adds its entries, and a restore "
+        "undoes them newest first. The directory is created mode 0700 and the files keep the owner and mode "
+        "of the originals."
+    ),
 )
 
 _RB_RESTORE = _runbook(
@@ -1729,31 +1862,40 @@ _RB_RESTORE = _runbook(
             "$ ls -d /var/lib/kafka/kafkatool-backup-*",
         ),
         (
-            "Read what it will do:",
+            "Dry run: it checks every file against `MANIFEST.json` and prints what it would put back.",
+            f"$ kafkatool restore {_BACKUP}",
+            "For `truncate`, every removed byte range goes back into its `.log` at its original position and every "
+            "moved file back into the partition directory; for both commands the replaced files are put back and the "
+            "files the repair created removed, with the original owner and mode. Exit status 2 and a line per problem "
+            "means it refuses: a file is neither the original nor what the repair left (a broker wrote to it since), "
+            "or a backup file does not match its sha256. Nothing is written then. If the log dir moved (another "
+            "mount point), add `--log-dir NEW`.",
+        ),
+        (
+            "Apply it. Running it twice is harmless.",
+            f"$ kafkatool restore --execute {_BACKUP}",
+            "Every restored file is hashed again afterwards and compared with the original's sha256.",
+        ),
+        (
+            "Without kafkatool (another host, or kafkatool gone), the backup restores itself: read the script, run "
+            "it with `sh -e` (it checks each file's sha256 before and after; the splicing of byte ranges needs "
+            "`python3` on the `PATH`), then check the originals:",
             f"$ less {_BACKUP}/RESTORE.txt",
-            "For `truncate`, it splices every removed byte range back into its `.log` at its original position "
-            "(with a short Python program, so `python3` must be on the `PATH`; it refuses a `.log` whose size "
-            "is neither the truncated nor the original one), then copies the replaced and moved files back and "
-            "removes the files the repair created. For `reindex`, it is `cp -p` and `rm -f` lines.",
-        ),
-        (
-            "Run it. Running it twice is harmless.",
             f"$ sh -e {_BACKUP}/RESTORE.txt",
+            f"$ cd {_LOG_DIR} && sha256sum -c {_BACKUP}/SHA256SUMS",
         ),
         (
-            "Check: the findings from before the repair are back (compare with the saved "
-            "`verify-before.jsonl`), and the files match the `sha256` fields of `MANIFEST.json`.",
+            "Check: the findings from before the repair are back (compare with the saved `verify-before.jsonl`).",
             f"$ kafkatool verify --format jsonl {_LOG_DIR} > /root/verify-restored.jsonl",
-            f"$ sha256sum {_PART}/00000000000000001000.log",
         ),
         "Start the broker. Keep the backup directory until the data has been checked, then remove it yourself; "
         "never move it into the log dir.",
     ),
     para(
         "Nothing `reindex` or `truncate` removes is deleted: removed byte ranges, replaced files and moved segments "
-        "are written and fsynced into the backup before the log dir changes, and `RESTORE.txt` is written with "
-        "them. The broker's own recovery keeps nothing; that is the reason to repair with kafkatool before the "
-        "broker starts.",
+        "are written and fsynced into the backup before the log dir changes, with `MANIFEST.json`, `SHA256SUMS` and "
+        "`RESTORE.txt`. The broker's own recovery keeps nothing; that is the reason to repair with kafkatool before "
+        "the broker starts.",
     ),
     when="When",
     extra=("What the backup holds", _RB_BACKUP_CONTENTS),
@@ -1773,7 +1915,7 @@ def render_runbooks_page() -> str:
         _section("A POISONED BATCH", _RB_POISON),
         _section("RESTORING FROM THE BACKUP", _RB_RESTORE),
         _section("EXIT STATUS", _RB_EXIT),
-        _section("SEE ALSO", _see_also([PROG, "kafkatool-verify", "kafkatool-truncate", "kafkatool-reindex", "kafkatool-dump", "jq(1)", "sha256sum(1)"])),
+        _section("SEE ALSO", _see_also([PROG, *(page_name(p) for p, _c, _x in _walk(_root(), _context(_root(), PROG))), "jq(1)", "sha256sum(1)"])),
     ) + "\n"
 
 
