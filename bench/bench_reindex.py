@@ -197,10 +197,10 @@ def check_variant(label: str, part: str, seg: gen.Segment, backup_dir: str, log)
     code2, objs2, err2 = run_json(command("dry-run", part, backup_dir, jsonl=True))
     summary = next((o for o in objs2 if o.get("type") == "reindex_summary"), {})
     result["dry_run_exit"] = code2
-    result["dry_run_needing_changes"] = summary.get("needing_changes")
+    result["dry_run_needing_changes"] = summary.get("needingChanges", summary.get("needing_changes"))
     result["ok"] = bool(
         result.get("ok") and code == 0 and result["execute_written"] == 2 and result["execute_verified"]
-        and code2 == 0 and summary.get("needing_changes") == 0
+        and code2 == 0 and result["dry_run_needing_changes"] == 0
     )
     log(f"  {label:<16} {'ok' if result['ok'] else 'FAILED'}: {result.get('index_entries')} index entries"
         f" (independent: {result.get('expected_index_entries')}, identical: {result.get('index_identical')}),"

@@ -102,7 +102,7 @@ def _exit(out, message: str, code: int, states: "ApplyStates | None" = None) -> 
         pass
     sys.stderr.write(f"kafkatool: error: {message}\n")
     if states is not None and states.started:
-        for line in states.lines():
+        for line in states.lines("stopped by this error"):
             sys.stderr.write(f"  {line}\n")
     sys.exit(code)
 
@@ -145,8 +145,9 @@ class ApplyStates:
     def refuse(self, partition_dir: str, why: str) -> None:
         self.refused[partition_dir] = why
 
-    def state(self, partition_dir: str) -> str:
-        """One line: the partition dir and its state (see the class doc)."""
+    def state(self, partition_dir: str, how: str = "interrupted") -> str:
+        """One line: the partition dir and its state (see the class doc); ``how`` names what
+        stopped the partition under way."""
         if partition_dir in self.refused:
             return f"{partition_dir}: refused, left as it was"
         if partition_dir in self.finished:
@@ -161,14 +162,14 @@ class ApplyStates:
                 left = ()
         again = f"`kafkatool {self.command} --execute {partition_dir}`"
         if not left:
-            return (f"{partition_dir}: interrupted, nothing left over: it holds the old state or the new one, "
+            return (f"{partition_dir}: {how}, nothing left over: it holds the old state or the new one, "
                     f"complete; run {again} again to finish or confirm")
         what = "; ".join(f"{p} ({w.split(':', 1)[0]})" for p, w in left)
-        return (f"{partition_dir}: interrupted, the partition's files are complete (old or new state); left over: "
+        return (f"{partition_dir}: {how}, the partition's files are complete (old or new state); left over: "
                 f"{what}; {again} completes or removes them")
 
-    def lines(self) -> list[str]:
-        return [self.state(p) for p in self.partitions]
+    def lines(self, how: str = "interrupted") -> list[str]:
+        return [self.state(p, how) for p in self.partitions]
 
 
 @contextmanager

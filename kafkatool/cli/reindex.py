@@ -203,6 +203,7 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
 
     out = sys.stdout
     safe_text_stream(out)
+    safe_text_stream(sys.stderr)
     started = time.time()
 
     with interruptible("reindex", out):
