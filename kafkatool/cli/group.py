@@ -61,8 +61,10 @@ class _Group(click.Group):
     "KAFKATOOL_PURE_PYTHON=1 in the environment switches the accelerator off.",
 )
 def cli() -> None:
-    """Offline tools for Apache Kafka log directories: dump, verify, reindex and truncate segments
-    without a JVM and without a running broker."""
+    """Offline tools for Apache Kafka log directories: dump, verify, reindex, truncate and restore
+    segments without a JVM and without a running broker.
+
+    Step-by-step procedures for damaged log dirs: `man kafkatool-runbooks`."""
 
 
 class _LazyCommands(MutableMapping):
