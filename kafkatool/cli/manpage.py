@@ -904,7 +904,9 @@ _DUMP_JSONL = _join(
             ),
             (
                 "non_consecutive_offsets",
-                "Summary per `.log` (deep iteration only): `file`, `pairs` of `previous` and `next`, latest first.",
+                "Summary per `.log` (deep iteration only): `file`, `pairs` of `previous` and `next`, latest first; "
+                "`omitted`, only when there were more pairs than the last 100,000 kept: how many earlier ones "
+                "were left out.",
             ),
         ]
     ),
