@@ -57,3 +57,36 @@ def test_dependencies_point_one_way(path: Path, name: str):
         if mine is None or theirs is None:
             continue
         assert LAYER[theirs] <= LAYER[mine], f"{name} ({mine}) imports {imported} ({theirs})"
+
+
+# --------------------------------------------------------------------------- what start-up imports
+
+
+def _modules_after(code: str) -> set[str]:
+    """Top-level names of the modules a fresh interpreter holds after running ``code``."""
+    import os
+    import subprocess
+    import sys
+
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=PKG.parent, capture_output=True, text=True, timeout=60,
+        env={**os.environ, "PYTHONPATH": str(PKG.parent)},
+    )
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.split())
+
+
+def test_the_entry_point_module_imports_only_the_standard_library() -> None:
+    """``from kafkatool.cli.main import main`` (the console script's first line) loads no Click: a
+    Ctrl-C during the imports then happens inside main(), which turns it into exit status 130."""
+    loaded = _modules_after("import kafkatool.cli.main")
+    assert not loaded & {"click", "rich", "lz4", "zstandard", "snappy", "crc32c"}, sorted(loaded)
+
+
+def test_version_does_not_load_rich_or_the_codecs() -> None:
+    loaded = _modules_after(
+        "from kafkatool.cli.main import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass"
+    )
+    assert "click" in loaded
+    assert not loaded & {"rich", "lz4", "zstandard", "snappy"}, sorted(loaded)
