@@ -6,6 +6,7 @@ import datetime as _dt
 import io
 import os
 import re
+import stat
 import sys
 
 import click
@@ -282,7 +283,7 @@ class _Progress:
                 st = os.stat(t)
             except OSError:
                 continue
-            if os.path.isfile(t):
+            if stat.S_ISREG(st.st_mode):
                 sizes[normalize_display_path(t)] = st.st_size
         self._sizes = sizes
         self._done = 0  # bytes of the segments finished

@@ -64,7 +64,7 @@ _BOLD = "\x1b[1m"
 _BOLD_RED = "\x1b[1;31m"
 _RESET = "\x1b[0m"
 
-_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\"}
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def escape(text: str) -> str:
