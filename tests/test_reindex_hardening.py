@@ -745,3 +745,43 @@ def test_sigkill_at_every_step_through_a_symlinked_partition_dir(tmp_path: Path)
         assert {q.name: q.read_bytes() for q in (real / "x-0").iterdir()} == new, n
         assert sorted(q.name for q in real.iterdir()) == [".lock", "x-0"], n  # the staging dir removed
     assert n > 10
+
+
+def test_runs_at_once_each_refuse_or_finish_and_leave_one_clean_state(tmp_path: Path) -> None:
+    logdir = _three_partitions(tmp_path)
+    procs = [subprocess.Popen([sys.executable, "-m", "kafkatool", "reindex", "--execute", "--quiet",
+                               "--backup-dir", str(tmp_path / f"bk{i}"), str(logdir)],
+                              env=dict(os.environ, PYTHONPATH=str(REPO)), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for i in range(4)]
+    results = [(p.wait(timeout=120), p.stderr.read().decode()) for p in procs]
+    for p in procs:
+        p.stdout.close()
+        p.stderr.close()
+    assert all(code in (0, 1, 2) for code, _err in results), results
+    assert any(code == 0 for code, _err in results), results
+    for code, err in results:  # a loser says why: the lock (naming its holder) or a change since its plan
+        assert code == 0 or ".lock" in err or "changed since it was planned" in err or "refused" in err, err
+    assert sorted(p.name for p in logdir.iterdir()) == [".lock", "a-0", "b-0", "c-0"]  # no staging dir left
+    for t in ("a-0", "b-0", "c-0"):
+        assert sorted(p.name for p in (logdir / t).iterdir()) == [f"{SEG0}.index", f"{SEG0}.log", f"{SEG0}.timeindex"]
+    assert cli("reindex", str(logdir)).returncode == 0
+    assert cli("verify", str(logdir)).returncode == 0
+
+
+def test_a_broker_appending_between_two_runs(run, tmp_path: Path) -> None:
+    part = tmp_path / "logdir" / "x-0"
+    part.mkdir(parents=True)
+    log = part / f"{SEG0}.log"
+    log.write_bytes(uniform_segment(100))
+    assert run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(part)).code == 0
+    index = (part / f"{SEG0}.index").read_bytes()
+    with open(log, "ab") as f:  # a little more: the index still covers the log (a live broker's would too)
+        f.write(b"".join(encode_batch([RecordSpec(i, 1000 + i, b"k", b"v" * 134)], base_offset=i) for i in range(100, 120)))
+    r = run("reindex", str(part))
+    assert r.code == 0 and (part / f"{SEG0}.index").read_bytes() == index, r
+    with open(log, "ab") as f:  # 1.1 MB more: the old index no longer covers it
+        f.write(b"".join(encode_batch([RecordSpec(i, 1000 + i, b"k", b"v" * 134)], base_offset=i) for i in range(120, 5600)))
+    r = run("reindex", str(part))
+    assert r.code == 1 and "index_not_covering" in r.out, r
+    assert run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk2"), str(part)).code == 0
+    assert run("reindex", str(part)).code == 0 and run("verify", str(part)).code == 0
