@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
 
@@ -25,8 +26,7 @@ from kafkatool.record.control import (
     decode_end_txn_marker,
     decode_kraft_control,
 )
-from kafkatool.record.records import decode_batch_records
-from kafkatool.record.v2 import iter_batch_records
+from kafkatool.record.records import batch_record_chunks
 from kafkatool.segment import checkpoint as ckpt
 from kafkatool.segment import files as names
 from kafkatool.segment import index as idx
@@ -85,6 +85,9 @@ class BatchItem(NamedTuple):
     controls: list[Control] | None = None
     base_offset: int | None = None
     """First record offset (legacy wrappers: needs decompression; None if unknown)."""
+    continued: bool = False
+    """More records of the batch of the item before (its line is out): a batch's records
+    come a few thousand at a time, so memory stays flat whatever its record count."""
 
 
 class Batches(NamedTuple):
@@ -173,7 +176,14 @@ class TimeIndexProblems(NamedTuple):
 class NonConsecutive(NamedTuple):
     abs_path: str
     pairs: list[tuple[int, int]]
-    """(prev, cur), in Kafka's print order (reverse discovery)."""
+    """(prev, cur), in Kafka's print order (reverse discovery): the last ``MAX_PAIRS`` found."""
+    omitted: int = 0
+    """Pairs found before those (Kafka would print them after): not kept, so that memory
+    stays flat whatever a file's records say."""
+
+
+#: Non-consecutive pairs kept per file (a batch's writer chooses every record offset).
+MAX_PAIRS = 100_000
 
 
 # --------------------------------------------------------------------------- helpers
@@ -526,16 +536,17 @@ def _legacy_verdict(batch: Batch, data, opts: DumpOptions, *, decode: bool) -> s
         return _SHOW
     first = None
     try:
-        for r in decode_batch_records(batch, data, max_decompressed=opts.max_decompressed):
-            if first is None:
-                first = r.offset
-            if (
-                (so is None or r.offset >= so)
-                and (eo is None or r.offset <= eo)
-                and (st is None or r.timestamp >= st)
-                and (et is None or r.timestamp <= et)
-            ):
-                return _SHOW
+        for chunk in batch_record_chunks(batch, data, max_decompressed=opts.max_decompressed):
+            for r in chunk:
+                if first is None:
+                    first = r.offset
+                if (
+                    (so is None or r.offset >= so)
+                    and (eo is None or r.offset <= eo)
+                    and (st is None or r.timestamp >= st)
+                    and (et is None or r.timestamp <= et)
+                ):
+                    return _SHOW
     except KafkaToolError:
         return _SHOW
     if eo is not None and first is not None and first > eo:
@@ -590,7 +601,8 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
     want_controls = deep and not opts.skip_record_metadata
     so, eo, st, et = opts.start_offset, opts.end_offset, opts.start_time, opts.end_time
     filtering = so is not None or eo is not None or st is not None or et is not None
-    pairs: list[tuple[int, int]] = []
+    pairs: deque[tuple[int, int]] = deque(maxlen=MAX_PAIRS)
+    gaps = 0
     prev: int | None = None
     max_dec = opts.max_decompressed
     walker = SegmentWalker(log_file, start=start, end=min(size, opts.max_bytes), path=display)
@@ -641,77 +653,94 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                             break
                         if verdict is _SKIP:
                             continue
-                records = None
-                controls = None
                 base_offset = batch.offset if magic >= 2 or not attrs & 0x07 else None
-                if deep:
-                    if data is None:
+                if not deep:
+                    pending.append(BatchItem(display, batch, None, None, base_offset))
+                    if len(pending) >= 64:
+                        yield BatchItems(display, pending)
+                        pending = []
+                    continue
+                if data is None:
+                    pending.append(BatchItem(display, batch, None))
+                    yield from _flush(pending)
+                    raise KafkaToolError(
+                        f"batch of {batch.size} bytes is larger than the in-memory limit; records not decoded",
+                        path=display,
+                        position=batch.position,
+                    )
+                # The records come a few thousand at a time (a batch may say it holds
+                # millions): the first chunk goes out with the batch line, the others as
+                # continued items.
+                shown = False
+                first_inner = None
+                try:
+                    for records in batch_record_chunks(batch, data, max_decompressed=max_dec):
+                        controls = _decode_controls(records) if want_controls and attrs & 0x20 and magic >= 2 else None
+                        if filtering:
+                            if first_inner is None and records and magic < 2:
+                                first_inner = records[0].offset
+                            records = [
+                                r
+                                for r in records
+                                if (so is None or r.offset >= so)
+                                and (eo is None or r.offset <= eo)
+                                and (st is None or r.timestamp >= st)
+                                and (et is None or r.timestamp <= et)
+                            ]
+                            if not records:
+                                continue
+                            if controls is not None and len(controls) != len(records):
+                                controls = _decode_controls(records)
+                        if records:
+                            first = records[0].offset
+                            if prev is not None and first != prev + 1:
+                                pairs.append((prev, first))
+                                gaps += 1
+                            last = records[-1].offset
+                            if last - first != len(records) - 1:  # a gap inside the chunk: look closer
+                                p = first
+                                for r in records[1:]:
+                                    if r.offset != p + 1:
+                                        pairs.append((p, r.offset))
+                                        gaps += 1
+                                    p = r.offset
+                            prev = last
+                            pending_records += len(records)
+                            if base_offset is None:
+                                base_offset = first
+                        pending.append(BatchItem(display, batch, records, controls, base_offset, shown))
+                        shown = True
+                        if len(pending) >= 64 or pending_records >= 256:
+                            yield BatchItems(display, pending)
+                            pending = []
+                            pending_records = 0
+                except KafkaToolError as e:
+                    if not shown:
                         pending.append(BatchItem(display, batch, None))
-                        yield from _flush(pending)
-                        raise KafkaToolError(
-                            f"batch of {batch.size} bytes is larger than the in-memory limit; records not decoded",
-                            path=display,
-                            position=batch.position,
-                        )
-                    try:
-                        if magic >= 2:
-                            records = iter_batch_records(batch, data, max_decompressed=max_dec)
-                        else:
-                            records = decode_batch_records(batch, data, max_decompressed=max_dec)
-                        if want_controls and attrs & 0x20 and magic >= 2:
-                            controls = _decode_controls(records)
-                    except KafkaToolError as e:
-                        pending.append(BatchItem(display, batch, None))
-                        yield from _flush(pending)
-                        raise e.at(display, batch.position) from None
-                    if filtering:
-                        first_inner = records[0].offset if records and magic < 2 else None
-                        records = [
-                            r
-                            for r in records
-                            if (so is None or r.offset >= so)
-                            and (eo is None or r.offset <= eo)
-                            and (st is None or r.timestamp >= st)
-                            and (et is None or r.timestamp <= et)
-                        ]
-                        if magic < 2 and not records:
-                            # a legacy entry shows only for the records it holds in the range
-                            if eo is not None and first_inner is not None and first_inner > eo:
-                                break
-                            continue
-                        if controls is not None and len(controls) != len(records):
-                            controls = _decode_controls(records)
-                    if records:
-                        first = records[0].offset
-                        if prev is not None and first != prev + 1:
-                            pairs.append((prev, first))
-                        last = records[-1].offset
-                        if last - first != len(records) - 1:  # a gap inside the batch: look closer
-                            p = first
-                            for r in records[1:]:
-                                if r.offset != p + 1:
-                                    pairs.append((p, r.offset))
-                                p = r.offset
-                        prev = last
-                        pending_records += len(records)
-                        if base_offset is None:
-                            base_offset = first
-                pending.append(BatchItem(display, batch, records, controls, base_offset))
-                if len(pending) >= 64 or pending_records >= 256:
-                    yield BatchItems(display, pending)
-                    pending = []
-                    pending_records = 0
+                    yield from _flush(pending)
+                    raise e.at(display, batch.position) from None
+                if not shown:
+                    if filtering and magic < 2:
+                        # a legacy entry shows only for the records it holds in the range
+                        if eo is not None and first_inner is not None and first_inner > eo:
+                            break
+                        continue
+                    pending.append(BatchItem(display, batch, [], None, base_offset))
+                    if len(pending) >= 64:
+                        yield BatchItems(display, pending)
+                        pending = []
+                        pending_records = 0
             yield from _flush(pending)
     if walker.stop is WalkStop.ERROR:
         assert walker.error is not None
         if pairs:
-            state.non_consecutive.append(NonConsecutive(absolute_path(path), pairs[::-1]))
+            state.non_consecutive.append(NonConsecutive(absolute_path(path), list(reversed(pairs)), gaps - len(pairs)))
         raise walker.error
     trailing = walker.trailing_bytes
     if trailing > 0 and opts.max_bytes == DEFAULT_MAX_BYTES and not filtering:
         yield TrailingBytes(display, name, walker.position, trailing)
     if pairs:
-        state.non_consecutive.append(NonConsecutive(absolute_path(path), pairs[::-1]))
+        state.non_consecutive.append(NonConsecutive(absolute_path(path), list(reversed(pairs)), gaps - len(pairs)))
 
 
 # --------------------------------------------------------------------------- .index / .timeindex
@@ -785,8 +814,8 @@ def _dump_index(path: str, display: str, name: str, state: _RunState) -> Iterato
 
 
 def _max_record_timestamp(batch: Batch, data, opts: DumpOptions) -> int:
-    records = decode_batch_records(batch, data, max_decompressed=opts.max_decompressed)
-    return max((r.timestamp for r in records), default=-1)
+    chunks = batch_record_chunks(batch, data, max_decompressed=opts.max_decompressed)
+    return max((r.timestamp for chunk in chunks for r in chunk), default=-1)
 
 
 def _dump_time_index(path: str, display: str, name: str, state: _RunState) -> Iterator[object]:

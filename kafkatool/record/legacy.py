@@ -70,6 +70,21 @@ def decode_message(buf: bytes | memoryview, pos: int, end: int):
 
     Returns ``(offset, size, crc, magic, attributes, timestamp, key, value, crc_valid)``.
     """
+    offset, size, crc, magic, attrs, ts, kl, vl, msg_end = _parse_message(buf, pos, end)
+    i = pos + (26 if magic == 1 else 18) + 4
+    key = None if kl < 0 else bytes(buf[i : i + kl])
+    if kl > 0:
+        i += kl
+    i += 4
+    value = None if vl < 0 else bytes(buf[i : i + vl])
+    computed = crc32(memoryview(buf)[pos + 16 : msg_end])
+    return offset, size, crc, magic, attrs, ts, key, value, computed == crc
+
+
+def _parse_message(buf: bytes | memoryview, pos: int, end: int):
+    """The layout of one legacy message at ``buf[pos:end]``, checked as :func:`decode_message`
+    needs it: ``(offset, size, crc, magic, attributes, timestamp, key_length,
+    value_length, message_end)``, without copying the key and value."""
     offset, size, crc, magic, attrs = PREFIX.unpack_from(buf, pos)
     _check_magic(magic, pos)
     msg_end = pos + LOG_OVERHEAD + size
@@ -86,28 +101,19 @@ def decode_message(buf: bytes | memoryview, pos: int, end: int):
             raise IndexError
         (kl,) = _I32.unpack_from(buf, i)
         i += 4
-        if kl < 0:
-            key = None
-        else:
+        if kl >= 0:
             if i + kl > msg_end:
                 raise IndexError
-            key = bytes(buf[i : i + kl])
             i += kl
         if i + 4 > msg_end:
             raise IndexError
         (vl,) = _I32.unpack_from(buf, i)
         i += 4
-        if vl < 0:
-            value = None
-        else:
-            if i + vl > msg_end:
-                raise IndexError
-            value = bytes(buf[i : i + vl])
-            i += vl
+        if vl >= 0 and i + vl > msg_end:
+            raise IndexError
     except (IndexError, struct.error):
         raise InvalidRecordError("Found invalid record structure (key or value runs past the message end)", position=pos) from None
-    computed = crc32(memoryview(buf)[pos + 16 : msg_end])
-    return offset, size, crc, magic, attrs & 0xFF, ts, key, value, computed == crc
+    return offset, size, crc, magic, attrs & 0xFF, ts, kl, vl, msg_end
 
 
 #: A wrapper whose inner messages fit these limits is decoded once and its records kept
@@ -170,7 +176,14 @@ def iter_legacy_record_chunks(
     try:
         for buf, pos, base in _inner_messages(stream, value_start):
             try:
-                entry = decode_message(buf, pos, len(buf))
+                if kept is not None:
+                    entry = decode_message(buf, pos, len(buf))
+                    if n >= KEEP_INNER_MESSAGES or base + pos >= KEEP_INNER_BYTES:
+                        kept = None
+                    else:
+                        kept.append(entry)
+                else:  # only what pass 1 needs: the checks, the offset, the attributes
+                    entry = _parse_message(buf, pos, len(buf))
             except (InvalidRecordError, CorruptRecordError) as e:
                 _drain(stream)
                 raise type(e)(
@@ -181,11 +194,6 @@ def iter_legacy_record_chunks(
             last_rel = entry[0]
             if entry[4] & 0x07:
                 inner_compressed = True
-            if kept is not None:
-                if n > KEEP_INNER_MESSAGES or base + pos >= KEEP_INNER_BYTES:
-                    kept = None
-                else:
-                    kept.append(entry)
     except CompressionError as e:
         raise type(e)(e.message, position=value_start) from None
     if not n:

@@ -103,7 +103,7 @@ class JsonlRenderer:
 
     def _batch(self, item: d.BatchItem) -> str:
         b = item.batch
-        lines = [_dumps(batch_object(item.path, b, item.base_offset))]
+        lines = [] if item.continued else [_dumps(batch_object(item.path, b, item.base_offset))]
         if item.records is not None:
             controls = item.controls
             for i, r in enumerate(item.records):
@@ -173,6 +173,9 @@ def _object(item: object) -> dict | None:
         case d.TimeIndexProblems(abs_path=path, kind=kind, pairs=pairs):
             first, second = _TS_PAIR_NAMES[kind]
             return {"type": f"timeindex_{kind}", "file": path, "pairs": [{first: a, second: b} for a, b in pairs]}
-        case d.NonConsecutive(abs_path=path, pairs=pairs):
-            return {"type": "non_consecutive_offsets", "file": path, "pairs": [{"previous": a, "next": b} for a, b in pairs]}
+        case d.NonConsecutive(abs_path=path, pairs=pairs, omitted=omitted):
+            obj = {"type": "non_consecutive_offsets", "file": path, "pairs": [{"previous": a, "next": b} for a, b in pairs]}
+            if omitted:
+                obj["omitted"] = omitted  # earlier pairs, not kept (dump.MAX_PAIRS)
+            return obj
     return None

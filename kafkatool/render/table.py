@@ -384,13 +384,14 @@ class TableRenderer:
         first = item.base_offset if item.base_offset is not None else offset
         rows = self.rows
         append = rows.append
-        append(
-            (
-                (f"{first}..{last}", f"{tst} {mts}", iso_time(mts), summary,
-                 "crc ok" if ok else f"crc BAD {crc}!={computed}", ""),
-                _BOLD if ok else _BOLD_RED,
+        if not item.continued:  # (continued: more records of the batch before)
+            append(
+                (
+                    (f"{first}..{last}", f"{tst} {mts}", iso_time(mts), summary,
+                     "crc ok" if ok else f"crc BAD {crc}!={computed}", ""),
+                    _BOLD if ok else _BOLD_RED,
+                )
             )
-        )
         records = item.records
         if records is not None:
             if attrs & 0x20 and magic >= 2:

@@ -141,7 +141,8 @@ class TextRenderer:
 
     def _add_batch(self, item: d.BatchItem, lines: list[str]) -> None:
         b = item.batch
-        lines.append(batch_line(b))
+        if not item.continued:  # (continued: more records of the batch before)
+            lines.append(batch_line(b))
         records = item.records
         if not records:
             return
@@ -252,6 +253,8 @@ def _ts_problems(self: TextRenderer, item: d.TimeIndexProblems) -> tuple[str, bo
 def _non_consecutive(self: TextRenderer, item: d.NonConsecutive) -> tuple[str, bool]:
     lines = [f"Non-consecutive offsets in {item.abs_path}"]
     lines += [f"  {a} is followed by {b}" for a, b in item.pairs]
+    if item.omitted:
+        lines.append(f"  ... and {item.omitted} earlier pairs, not kept (kafkatool keeps the last {d.MAX_PAIRS})")
     return "\n".join(lines) + "\n", True
 
 
