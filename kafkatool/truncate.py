@@ -1,17 +1,40 @@
-"""``truncate``: the broker's recovery cut, offline, losing nothing (spec §3, §9–§12.2, §17.H, §19).
+"""``truncate``: the broker's recovery cut, offline, losing nothing (spec §3, §9–§12.5, §17.H, §19).
 
 Plan, then apply (STYLE.md). :func:`plan_truncate` only reads. It walks each segment as
-``LogSegment.recover`` does (§12.2): the first entry that fails the §3 walk (size < 14, a
-partial or absurd size, a short tail) or its integrity check (CRC; an offset the segment
-cannot hold) is the cut point. Like recovery after an unclean shutdown (§12.1, §17.H 61), the
-later segments of the partition are removed too, and what depends on the log end is trimmed
-(§19): the cut segment's ``.index``/``.timeindex`` are rebuilt, producer ``.snapshot`` files
-above the new log end are removed, ``leader-epoch-checkpoint`` entries with startOffset >=
-the new log end and ``.txnindex`` entries with lastOffset >= it are dropped.
+``LogSegment.recover`` does (§12.2) and cuts where recovery would:
 
-With ``keep_valid_after`` only the bad regions are removed: after each one the next entry with
-a valid CRC is found with verify's resync, and every intact batch is kept, in order, at its
-own offsets (the gap is reported). Later segments then stay.
+* at the first entry that fails the §3 walk (size < 14, a partial or absurd size, a short
+  tail) or its CRC (``ensureValid``);
+* right **after** a control batch of a producer whose first record is not a readable
+  COMMIT/ABORT marker (``EndTransactionMarker.deserialize`` throws InvalidRecordException
+  after recovery has counted the batch in ``validBytes``);
+* where an offset index entry would go backwards (``InvalidOffsetException``): the loader
+  then truncates the segment to its base offset (``LogLoader.recoverLog``), which empties it
+  unless its partly rebuilt index already holds an entry for the base offset (the cut is
+  where ``OffsetIndex.lookup(baseOffset)`` points).
+
+Where recovery does not cut but fails or rewrites, nothing is planned for the partition and
+the plan says why (:class:`Refusal`): an offset the segment cannot hold (§12.5: the broker
+splits a segment whose last batch overflows and fails to load it otherwise; kafkatool does not
+split), a control record of a producer that is not a transaction marker or has no key or
+value (the load fails), a full index.
+
+Like recovery after an unclean shutdown (§12.1, §17.H 61), the later segments of the
+partition are removed too, and what depends on the log end is trimmed (§19): the cut
+segment's ``.index``/``.timeindex`` are rebuilt, producer ``.snapshot`` files above the new
+log end are removed, ``leader-epoch-checkpoint`` entries with startOffset >= the new log end
+and ``.txnindex`` entries with lastOffset >= it are dropped.
+
+With ``keep_valid_after`` (no broker does this) only the bad regions are removed: a batch
+recovery would refuse (a bad CRC, a malformed marker, offsets going backwards) is removed on
+its own, and after a region that cannot be framed the next entry with a valid CRC is found
+with verify's resync. A resync candidate is kept only when it fits: inside a damaged batch
+whose declared size leads to a valid batch, candidates are record content unless they lead
+there themselves; and of the candidate runs, the ones kept form the longest sequence (by
+batches) whose offsets increase from the last batch before the damage; the others are
+reported (:class:`Rejected`) and removed. Later segments then stay. Zero-filled tails (a
+preallocated segment after an unclean shutdown) are skipped at memory speed
+(:func:`kafkatool.segment.zeros.zero_run_end`).
 
 Nothing is deleted. :func:`apply_truncate` first writes every removed byte range of a
 ``.log`` to ``<backup>/<partition>/<file>.<start>-<end>.bytes`` and every rewritten small file
@@ -26,11 +49,16 @@ hard-linked last), the backup above is completed, and one ``renameat2(RENAME_EXC
 switches the two dirs; the old state is then removed. A crash at any point leaves the
 partition dir complete-old or complete-new; the next run (a dry run reports it) removes a
 leftover staging dir. Where the exchange cannot be used (the report's ``method`` says why),
-the journaled fallback runs: new files beside the old ones as ``*.kafkatool-tmp``, fsynced,
-then a journal ``kafkatool-truncate.kafkatool-journal`` committed in the partition dir, then
-the renames and moves, then the journal is removed. A crash before the commit leaves the old
-state (plus temp files the next run deletes); after it, the next run completes the journal
-(roll forward: rename the temps that remain, move the files that remain).
+the journaled fallback runs: new files beside the old ones as ``*.kafkatool-tmp`` (created
+exclusively, never through an existing name, with the owner and mode of the file they
+replace), fsynced, then a journal ``kafkatool-truncate.kafkatool-journal`` committed in the
+partition dir, then the renames and moves, then the journal is removed. The journal records
+the size, mtime and inode (and the sha256 of files up to 16 MiB) of every file it will
+replace or move and of every temp file. A crash before the commit leaves the old state (plus
+temp files the next run deletes); after it, the next run completes the journal (roll forward)
+if, and only if, every file it still has to replace or move is exactly as recorded: a broker
+that ran on the partition in between (and appended, recovered or rebuilt an index) makes it
+refuse, naming the file and what changed, with the way out.
 """
 
 from __future__ import annotations
@@ -38,28 +66,33 @@ from __future__ import annotations
 import errno
 import json
 import os
-import shutil
+import shlex
+import stat
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from kafkatool.errors import KafkaToolError
+from kafkatool.errors import InvalidRecordError, KafkaToolError
+from kafkatool.record.control import control_type_name, decode_control_key, decode_end_txn_marker
+from kafkatool.record.records import decode_batch_records
+from kafkatool.record.v2 import V2_HEADER_SIZE, decode_records
+from kafkatool.record.varint import decode_varint
 from kafkatool.repair import (
     JOURNAL_SUFFIX,
     TEMP_SUFFIX,
     ExchangeUnavailable,
-    apply_locked,
+    PartitionRefused,
     RepairError,
+    _stage_file,
     _unlink_all,
+    apply_locked,
     exchange_partition,
     exchange_unavailable,
-    find_segments,
     find_staging_dirs,
     link_or_copy,
     remove_staging_dirs,
     walk_as_recovery,
 )
 from kafkatool.safety import (
-    COPY_CHUNK,
     TruncateBackup,
     fault_point,
     fsync_dir,
@@ -68,30 +101,47 @@ from kafkatool.safety import (
 )
 from kafkatool.segment import files as names
 from kafkatool.segment.checkpoint import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
-from kafkatool.segment.index import DEFAULT_INDEX_INTERVAL_BYTES, IndexBuilder
+from kafkatool.segment.index import (
+    DEFAULT_INDEX_INTERVAL_BYTES,
+    IndexAppendError,
+    IndexBuilder,
+    OffsetIndexEntry,
+    lookup_offset,
+)
 from kafkatool.segment.txnindex import TXN_ENTRY_SIZE, encode_txn_index, iter_txn_index
 from kafkatool.segment.walk import SegmentWalker, WalkStop
+from kafkatool.segment.zeros import zero_run_end
 
 
 __all__ = [
     "Region",
+    "Rejected",
+    "Refusal",
     "SegmentCut",
     "FileRewrite",
     "FileMove",
     "TruncatePlan",
     "TruncateReport",
     "TruncateBackup",
+    "StaleJournalError",
     "plan_truncate",
     "plan_truncate_paths",
     "apply_truncate",
     "apply_truncate_all",
+    "describe_state",
     "TRUNCATE_JOURNAL",
 ]
 
 TRUNCATE_JOURNAL = "kafkatool-truncate" + JOURNAL_SUFFIX
 """The partition-level journal: present between the commit point and the last rename/move."""
+JOURNAL_VERSION = 2
+"""Version 2 journals record the identity of every file (size, mtime, inode, small files' sha256)."""
 _INT32_MAX = 2147483647
 _SEGMENT_KINDS = (names.FileKind.LOG, names.FileKind.INDEX, names.FileKind.TIMEINDEX, names.FileKind.TXNINDEX)
+_HASH_LIMIT = 16 << 20
+"""Files up to this size get a sha256 in the journal (indexes, snapshots, small segments)."""
+_MAX_HEADER_ZEROS = 11
+"""An entry's first non-zero byte is at most its 12th: offset (8 bytes, may be 0) and a size >= 14."""
 
 
 # ----------------------------------------------------------------------------- the plan
@@ -111,6 +161,32 @@ class Region:
 
 
 @dataclass(frozen=True, slots=True)
+class Rejected:
+    """CRC-valid batches found by resync inside a removed region that are not kept (they do not
+    fit the offsets around them, or they lie inside a damaged batch's declared extent)."""
+
+    start: int
+    end: int
+    batches: int
+    first_offset: int
+    last_offset: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A segment truncate will not change, and what the broker does with it instead."""
+
+    path: str
+    position: int | None
+    reason: str
+    """The whole message, located (``PATH:POSITION: what``)."""
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+@dataclass(frozen=True, slots=True)
 class SegmentCut:
     """What truncate does to one ``.log``: the byte ranges kept and removed (original positions)."""
 
@@ -125,11 +201,15 @@ class SegmentCut:
     last_offset: int | None
     """Last offset of the last kept batch, or None when nothing is kept."""
     batches_dropped: int
-    """Intact batches (valid CRC, found by resync) inside the removed ranges: data lost without --keep-valid-after."""
+    """Intact batches (valid CRC, found by resync, fitting the offsets) inside the removed ranges:
+    data lost without --keep-valid-after."""
     dropped_offsets: tuple[int, int] | None
     """First and last offset of those intact batches."""
     gaps: tuple[tuple[int, int], ...]
     """``(last offset before, first offset after)`` around each removed region between kept batches."""
+    rejected: tuple[Rejected, ...] = ()
+    """With keep_valid_after: CRC-valid candidates inside removed regions that are not kept."""
+    old_ino: int = 0
 
     @property
     def new_size(self) -> int:
@@ -185,9 +265,17 @@ class TruncatePlan:
     """A committed journal of an interrupted run: apply completes it first."""
     staging_leftovers: tuple[str, ...] = ()
     """The staging dir an interrupted run left beside the partition dir: removed by apply."""
+    refusals: tuple[Refusal, ...] = ()
+    """Why nothing is planned for this partition (then cuts, rewrites and moves are empty)."""
+
+    @property
+    def refused(self) -> bool:
+        return bool(self.refusals)
 
     @property
     def needs_changes(self) -> bool:
+        if self.refusals:
+            return False
         return bool(self.cuts or self.rewrites or self.moves or self.leftovers or self.interrupted_journal
                     or self.staging_leftovers)
 
@@ -196,100 +284,436 @@ class TruncatePlan:
         return sum(r.size for c in self.cuts for r in c.removed)
 
 
-def _bad_reason(walker: SegmentWalker, path: str, position: int) -> str:
-    if walker.stop is WalkStop.ERROR and walker.error is not None:
-        return str(walker.error)
-    return f"{path}:{position}: partial batch, size field past the end of the file, or a short tail"
+# ----------------------------------------------------------------------------- recovery's rules
 
 
-#: A builder that counts intact batches after a cut and indexes none (its interval is never reached).
+def _first_record(batch, data) -> tuple[bytes | None, bytes | None]:
+    """``(key, value)`` of the first record of a control batch, read as recovery reads it.
+
+    Uncompressed: only the first record is decoded (``DefaultRecordBatch.RecordIterator``;
+    with a count of 1 the bytes after it must be none). Compressed: every record is
+    decompressed and decoded first, as ``DefaultRecordBatch.iterator`` does.
+    """
+    if batch.attributes & 0x07:
+        records = decode_batch_records(batch, data)
+        return (records[0].key, records[0].value) if records else (None, None)
+    end = batch.size
+    length, i = decode_varint(data, V2_HEADER_SIZE)
+    stop = end if batch.count == 1 or length < 0 or i + length > end else i + length
+    ((_attrs, _tsd, _od, key, value, _headers),) = decode_records(data, V2_HEADER_SIZE, stop, 1)
+    return key, value
+
+
+def _marker_problem(batch, data) -> tuple[str, str] | None:
+    """What recovery's producer-state update (§12.2 step 2.6, ``ProducerAppendInfo.append``)
+    makes of a control batch of a producer: None when it reads a COMMIT/ABORT marker (or the
+    batch is anything else), ``("after", why)`` when it throws InvalidRecordException (the
+    loop stops right after the batch, which ``validBytes`` already counts), ``("fatal", why)``
+    when it throws anything else (the log fails to load)."""
+    magic = batch.magic
+    if magic < 2 or magic >= 128 or not batch.attributes & 0x20 or batch.producer_id < 0 or not batch.count:
+        return None  # hasProducerId is producerId > -1; an empty control batch is skipped
+    if data is None:
+        return "fatal", (f"a control batch of {batch.size} bytes is too large for kafkatool to read its "
+                         "transaction marker (recovery would read it)")
+    stops = ("recovery reads it as a transaction marker and fails (InvalidRecordException): it keeps this "
+             "batch and cuts right after it")
+    try:
+        if batch.count < 0:
+            raise InvalidRecordError(f"Found invalid record count {batch.count} in magic v2 batch")
+        key, value = _first_record(batch, data)
+    except KafkaToolError as e:
+        return "after", f"the control batch's first record cannot be read ({e.message}); {stops}"
+    if key is None:
+        return "fatal", ("a control record of a producer without a key: recovery fails reading it as a transaction "
+                         "marker (NullPointerException) and the log does not load")
+    try:
+        _version, type_id = decode_control_key(key)
+    except InvalidRecordError as e:
+        return "after", f"{e.message}; {stops}"
+    if type_id not in (0, 1):
+        return "fatal", (f"a control record of type {control_type_name(type_id)} ({type_id}) from a producer: recovery "
+                         "fails reading it as a transaction marker (IllegalArgumentException) and the log does not load")
+    if value is None:
+        return "fatal", ("a transaction marker without a value: recovery fails reading it (NullPointerException) "
+                         "and the log does not load")
+    try:
+        decode_end_txn_marker(value)
+    except InvalidRecordError as e:
+        return "after", f"{e.message}; {stops}"
+    return None
+
+
+@dataclass(slots=True)
+class _Walk:
+    """One stretch of valid batches from ``start`` and what ended it."""
+
+    start: int
+    end: int
+    """Where the valid batches end (the recovery cut when the walk started at 0)."""
+    batches: int
+    first: int | None
+    last: int | None
+    stop: int | None
+    """Position of what ended the walk (a batch, a bad header, a tail); None at the end of the file."""
+    kind: str = "end"
+    """``end``; ``bad`` (a CRC, a size < 14, a partial or short tail); ``refused`` (a CRC-valid
+    batch a rule refuses: its frame is sure); ``after`` (a malformed marker kept, the walk ending
+    after it); ``invalid_offset``; ``overflow``; ``fatal`` (the broker's load fails)."""
+    reason: str = ""
+    frame_end: int | None = None
+    """Where the entry at ``stop`` ends when its header could be read (a CRC-bad or refused batch)."""
+    index_entries: tuple = ()
+    """For ``invalid_offset``: the offset index as the broker holds it when the append throws."""
+    hint: str = ""
+    """For ``fatal``/``overflow``: what the user can do."""
+
+
+def _walk(log_path: str, base: int, builder: IndexBuilder, start: int, *, markers: str,
+          end: int | None = None) -> _Walk:
+    """``LogSegment.recover``'s loop from ``start`` (to ``end``, a batch boundary, or the end of
+    the file) feeding ``builder`` (:func:`walk_as_recovery`), classified as the broker would treat
+    what ended it.
+
+    ``markers``: ``after`` keeps a control batch with a malformed marker and ends the walk
+    after it (recovery); ``refuse`` ends the walk before it (--keep-valid-after removes it).
+    """
+    found: dict = {}
+    fds: list[int] = []
+
+    def check(batch) -> str | None:
+        rel = batch.offset + batch.last_offset_delta - base
+        if rel < 0 or rel > _INT32_MAX:
+            found["kind"] = "overflow"
+            return (f"offset {batch.offset + batch.last_offset_delta} does not fit a segment with base offset {base} "
+                    f"(relative offsets 0..{_INT32_MAX}): the broker's recovery splits such a segment when its last "
+                    "batch overflows (§12.5) and fails to load it otherwise; kafkatool does not split segments")
+        if markers == "refuse" and batch.attributes & 0x20 and batch.producer_id >= 0:
+            if not fds:
+                fds.append(os.open(log_path, os.O_RDONLY))
+            data = os.pread(fds[0], batch.size, batch.position) if batch.size <= _HASH_LIMIT else None
+            problem = _marker_problem(batch, data)
+            if problem is not None:
+                found["kind"] = "marker"
+                return problem[1]
+        return None
+
+    def marker(batch, data) -> str | None:
+        problem = _marker_problem(batch, data)
+        if problem is None:
+            return None
+        found["kind"] = "fatal_marker" if problem[0] == "fatal" else "after"
+        found["marker"] = (batch.position, batch.size)
+        return problem[1]
+
+    def refused(batch, error: IndexAppendError | None) -> None:
+        found["batch"] = batch
+        found["error"] = error
+
+    before = builder.valid_bytes
+    try:
+        walker, n, first, last, bad = walk_as_recovery(
+            log_path, builder, start=start, end=end, check=check,
+            stop_after=marker if markers == "after" else None, on_refuse=refused,
+        )
+    finally:
+        for fd in fds:
+            os.close(fd)
+    stopped = start + builder.valid_bytes - before
+    if bad is None:
+        if walker.position < walker.end:  # a bad header, a partial or short tail: the walk's own stop
+            if walker.stop is WalkStop.ERROR and walker.error is not None:
+                reason = str(walker.error)
+            else:
+                reason = (f"{log_path}:{walker.position}: partial batch, size field past the end of the file, "
+                          "or a short tail")
+            return _Walk(start, stopped, n, first, last, walker.position, "bad", reason)
+        return _Walk(start, stopped, n, first, last, None)
+    pos, reason = bad
+    kind = found.get("kind")
+    if kind == "after" and pos >= walker.end:  # the malformed marker is the last batch: nothing to cut
+        return _Walk(start, stopped, n, first, last, None)
+    if kind in ("after", "fatal_marker"):
+        mpos, msize = found["marker"]
+        if kind == "fatal_marker":
+            return _Walk(start, stopped, n, first, last, mpos, "fatal", f"{log_path}:{mpos}: {reason}", mpos + msize,
+                         hint="--keep-valid-after removes just that batch")
+        return _Walk(start, stopped, n, first, last, pos, "after", f"{log_path}:{mpos}: {reason}", pos)
+    batch = found.get("batch")
+    frame_end = None if batch is None else batch.position + batch.size
+    if kind == "overflow":
+        return _Walk(start, stopped, n, first, last, pos, "overflow", f"{log_path}:{pos}: {reason}", frame_end)
+    if kind == "marker":
+        return _Walk(start, stopped, n, first, last, pos, "refused", f"{log_path}:{pos}: {reason}", frame_end)
+    error: IndexAppendError | None = found.get("error")
+    if error is None:  # a CRC mismatch: the frame may be wrong
+        return _Walk(start, stopped, n, first, last, pos, "bad", reason, frame_end)
+    message = error.message
+    if message.startswith("Attempt to append an offset"):
+        # InvalidOffsetException, from OffsetIndex.append or TimeIndex.maybeAppend (§8.3); in the
+        # second case the offset index already took the entry when the time index threw
+        entries = tuple(builder.offset_entries)
+        if message.startswith("Attempt to append an offset ("):
+            entries += (OffsetIndexEntry(batch.offset + batch.last_offset_delta - base, builder.valid_bytes),)
+        return _Walk(start, stopped, n, first, last, pos, "invalid_offset", reason, frame_end, entries)
+    # a full index, a timestamp going backwards: IllegalArgumentException / IllegalStateException
+    return _Walk(start, stopped, n, first, last, pos, "fatal",
+                 f"{reason}: the broker's recovery throws here and the log does not load", frame_end)
+
+
+def _refusal(log_path: str, w: _Walk) -> Refusal:
+    return Refusal(log_path, w.stop, f"{w.reason}; nothing is changed in this partition" + (f" ({w.hint})" if w.hint else ""))
+
+
+def _new_builder(log_path: str, base: int, interval: int) -> IndexBuilder:
+    return IndexBuilder(base, index_interval_bytes=interval, path=str(names.sibling(log_path, ".index")))
+
+
+#: A builder that counts intact batches and indexes none (its interval is never reached).
 _NEVER_INDEX = 1 << 62
 
 
-def _walk_run(log_path: str, base: int, builder: IndexBuilder, pos: int):
-    """Walk from ``pos`` as recovery does, feeding ``builder`` (laid out back to back after
-    what it holds) until the first batch recovery refuses or the end of the walk.
-
-    Returns ``(batches, first offset, last offset, (bad position, reason) or None)``.
-    """
-
-    def fits(batch) -> str | None:  # an offset the segment cannot hold: recovery refuses the batch
-        rel = batch.last_offset - base
-        if rel < 0 or rel > _INT32_MAX:
-            return f"{log_path}:{batch.position}: offset {batch.last_offset} does not fit a segment with base offset {base}"
-        return None
-
-    walker, batches, first, last, bad = walk_as_recovery(log_path, builder, start=pos, check=fits)
-    if bad is None and walker.position < walker.end:
-        bad = (walker.position, _bad_reason(walker, log_path, walker.position))
-    return batches, first, last, bad
+def _counter(base: int) -> IndexBuilder:
+    return IndexBuilder(base, index_interval_bytes=_NEVER_INDEX)
 
 
-def _scan_segment(log_path: str, keep_valid_after: bool, index_interval_bytes: int):
-    """Walk one segment as recovery does; return ``(cut or None, offset index, time index)``.
+def _valid_entry_at(log_path: str, pos: int, size: int) -> bool:
+    """Whether a complete entry with a valid CRC starts at ``pos`` (or ``pos`` is the end of the file)."""
+    if pos >= size:
+        return pos == size
+    with SegmentWalker(log_path, start=pos) as walker:
+        for batch, _data in walker:
+            return batch.crc == batch.computed_crc
+    return False
 
-    The index bytes describe the *new* layout (the kept batches, back to back). Memory stays
-    flat: the kept byte ranges, gaps and counts are kept as the walk goes, not per batch.
+
+def _resync_from(log_path: str, fd: int, pos: int, size: int) -> int | None:
+    """The next position >= ``pos`` where a complete entry with a valid CRC begins, or None.
+
+    A zero run (a preallocated tail) is skipped at memory speed first: no entry can start more
+    than :data:`_MAX_HEADER_ZEROS` bytes before its first non-zero byte.
     """
     from kafkatool.verify import _resync  # the resync verify uses after a bad region
 
+    if pos >= size:
+        return None
+    z = zero_run_end(fd, pos, size)
+    if z >= size:
+        return None
+    return _resync(log_path, max(pos, z - _MAX_HEADER_ZEROS), size)
+
+
+def _next_candidate(log_path: str, fd: int, base: int, w: _Walk, size: int,
+                    rejected: list[Rejected]) -> int | None:
+    """Where to look for intact batches after what ended ``w``.
+
+    A batch that is sure of its frame (CRC-valid, refused by a rule) is skipped whole. After a
+    CRC-bad batch whose declared size leads to a valid entry (or the end of the file), a resync
+    candidate inside that extent is record content (CRC-valid batches embedded in a record value)
+    unless its own batches lead exactly to that entry: then the size field was the damage.
+    Anything else is resynced from the next byte.
+    """
+    assert w.stop is not None
+    if w.kind in ("after", "refused", "invalid_offset", "overflow", "fatal") and w.frame_end is not None:
+        return w.frame_end if w.frame_end < size else None
+    q = _resync_from(log_path, fd, w.stop + 1, size)
+    f = w.frame_end
+    if q is None or f is None or q >= f or not _valid_entry_at(log_path, f, size):
+        return q
+    # a candidate inside the damaged batch's declared extent [stop, f): does it lead to f?
+    with SegmentWalker(log_path, start=q, end=f) as inner:
+        n, first, last, clean = 0, None, None, True
+        for batch, _data in inner:
+            if batch.crc != batch.computed_crc:
+                clean = False
+                break
+            n += 1
+            first = batch.offset if first is None else first
+            last = batch.offset + batch.last_offset_delta
+        reached = clean and inner.position == f
+    if reached:
+        return q
+    if n:
+        rejected.append(Rejected(q, inner.position, n, first, last,
+                                 f"inside the declared extent [{w.stop}, {f}) of the damaged batch at byte {w.stop}, "
+                                 f"whose size leads to a valid batch at byte {f}: record content, not batches"))
+    return f if f < size else None
+
+
+def _runs_after(log_path: str, fd: int, base: int, w: _Walk, size: int,
+                rejected: list[Rejected]) -> list[_Walk]:
+    """Every stretch of intact batches after ``w`` (counted, not indexed), in file order."""
+    runs: list[_Walk] = []
+    while w.stop is not None:
+        pos = _next_candidate(log_path, fd, base, w, size, rejected)
+        if pos is None:
+            break
+        w = _walk(log_path, base, _counter(base), pos, markers="refuse")
+        if w.batches:
+            runs.append(w)
+    return runs
+
+
+def _chain(runs: Sequence[_Walk], after: int) -> list[int]:
+    """Indexes of the runs to keep: the sequence holding the most bytes whose offsets increase,
+    in file order, from ``after`` (the last offset kept before them). O(n log n).
+
+    Bytes, not batches: CRC-valid batches embedded in a damaged batch's record value are bounded
+    by that batch's size, while the real data after the damage usually runs on to the end."""
+    candidates = [i for i, r in enumerate(runs) if r.first is not None and r.first > after]
+    if not candidates:
+        return []
+    # best[i] = bytes of the best chain ending with run i; the prefix maximum over runs whose
+    # last offset is below a run's first offset is a Fenwick tree over the sorted last offsets
+    lasts = sorted({runs[i].last for i in candidates})
+    rank = {v: k + 1 for k, v in enumerate(lasts)}
+    tree: list[tuple[int, int]] = [(0, -1)] * (len(lasts) + 1)
+    best: dict[int, tuple[int, int]] = {}
+    from bisect import bisect_left
+
+    for i in candidates:
+        r = runs[i]
+        k = bisect_left(lasts, r.first)  # lasts < r.first: ranks 1..k
+        top = (0, -1)
+        while k > 0:
+            if tree[k] > top:
+                top = tree[k]
+            k -= k & -k
+        best[i] = (top[0] + r.end - r.start, top[1])
+        k = rank[r.last]
+        value = (best[i][0], i)
+        while k <= len(lasts):
+            if value > tree[k]:
+                tree[k] = value
+            k += k & -k
+    end = max(candidates, key=lambda i: (best[i][0], -i))
+    chain = []
+    while end != -1:
+        chain.append(end)
+        end = best[end][1]
+    return chain[::-1]
+
+
+def _scan_segment(log_path: str, keep_valid_after: bool, index_interval_bytes: int):
+    """Walk one segment as recovery does; return ``(cut, refusal, offset index, time index)``.
+
+    ``cut`` is None when the segment stays as it is; ``refusal`` is not None when truncate must
+    not touch it. The index bytes describe the *new* layout (the kept batches, back to back).
+    """
     base = names.parse_base_offset(log_path)
-    size = os.path.getsize(log_path)
-    mtime = os.stat(log_path).st_mtime_ns
-    builder = IndexBuilder(base, index_interval_bytes=index_interval_bytes, path=str(names.sibling(log_path, ".index")))
-    counter = IndexBuilder(base, index_interval_bytes=_NEVER_INDEX)  # after a cut: intact batches, counted only
+    st = os.stat(log_path)
+    if not stat.S_ISREG(st.st_mode):  # a FIFO would block the open: never opened
+        raise RepairError("not a regular file (a FIFO, a device, a directory...): not opened", path=log_path)
+    fd = os.open(log_path, os.O_RDONLY)
+    try:
+        if keep_valid_after:
+            return _scan_keeping(log_path, fd, base, st, index_interval_bytes)
+        return _scan_cutting(log_path, fd, base, st, index_interval_bytes)
+    finally:
+        os.close(fd)
+
+
+def _cut_for(log_path, base, st, kept, removed, n, first, last, dropped_runs, gaps=(), rejected=()):
+    dropped = sum(r.batches for r in dropped_runs)
+    dropped_offsets = (dropped_runs[0].first, dropped_runs[-1].last) if dropped_runs else None
+    return SegmentCut(log_path, base, st.st_size, st.st_mtime_ns, tuple(kept), tuple(removed), n, first, last,
+                      dropped, dropped_offsets, tuple(gaps), tuple(rejected), st.st_ino)
+
+
+def _scan_cutting(log_path: str, fd: int, base: int, st: os.stat_result, interval: int):
+    """Recovery's cut: everything from the first batch it refuses to the end of the file."""
+    size = st.st_size
+    builder = _new_builder(log_path, base, interval)
+    w = _walk(log_path, base, builder, 0, markers="after")
+    if w.stop is None:
+        return None, None, *builder.finish()
+    if w.kind in ("overflow", "fatal"):
+        return None, _refusal(log_path, w), b"", b""
+    n, first, last, cut, reason = w.batches, w.first, w.last, w.end, w.reason
+    resume = w
+    if w.kind == "invalid_offset":
+        # LogLoader.recoverLog: segment.truncateTo(baseOffset) cuts where OffsetIndex.lookup(baseOffset)
+        # points in the index as recovery left it (usually byte 0: the segment is emptied)
+        _off, cut = lookup_offset(w.index_entries, base, base)
+        reason = (f"{w.reason}: the broker's recovery fails here (InvalidOffsetException) and truncates the segment "
+                  f"to its base offset {base}" + (f", which its partly rebuilt index places at byte {cut}" if cut else
+                                                   ", emptying it"))
+        builder = _new_builder(log_path, base, interval)
+        again = _walk(log_path, base, builder, 0, markers="after", end=cut) if cut else None
+        n, first, last = (again.batches, again.first, again.last) if again else (0, None, None)
+        resume = _Walk(cut, cut, 0, None, None, cut, "after", reason, cut)
+    removed = [Region(cut, size, reason)]
+    runs = _runs_after(log_path, fd, base, resume, size, [])
+    chain = [runs[i] for i in _chain(runs, base - 1 if last is None else last)]
+    kept = [(0, cut)] if cut else []
+    return _cut_for(log_path, base, st, kept, removed, n, first, last, chain), None, *builder.finish()
+
+
+def _scan_keeping(log_path: str, fd: int, base: int, st: os.stat_result, interval: int):
+    """--keep-valid-after: remove only what recovery refuses, keep every intact batch that fits."""
+    size = st.st_size
+    w = _walk(log_path, base, _counter(base), 0, markers="refuse")
+    if w.kind in ("overflow", "fatal"):
+        return None, _refusal(log_path, w), b"", b""
+    rejected: list[Rejected] = []
+    runs = _runs_after(log_path, fd, base, w, size, rejected) if w.stop is not None else []
+    last_before = base - 1 if w.last is None else w.last
+    chosen = set(_chain(runs, last_before))
+    for i, r in enumerate(runs):
+        if i not in chosen:
+            why = (f"offsets {r.first}-{r.last} do not come after offset {last_before}, the last kept before the damage"
+                   if r.first <= last_before else
+                   f"offsets {r.first}-{r.last} do not fit between the intact batches around them")
+            rejected.append(Rejected(r.start, r.end, r.batches, r.first, r.last, why))
+    # the kept runs, indexed for their new layout; a batch the index refuses is removed on its own
+    builder = _new_builder(log_path, base, interval)
     kept: list[tuple[int, int]] = []
+    events: list[tuple[int, str]] = []  # (position, why) of what each removed region starts with
     gaps: list[tuple[int, int]] = []
-    removed: list[Region] = []
-    batches_kept = 0
-    first = last = None
-    dropped = 0
-    dropped_first = dropped_last = None
-    pos = 0
-    cutting = False  # after the first bad region without keep_valid_after: resync only to count
-    while pos < size:
-        if cutting:
-            n, run_first, run_last, bad = _walk_run(log_path, base, counter, pos)
-            if n:
-                dropped += n
-                dropped_first = run_first if dropped_first is None else dropped_first
-                dropped_last = run_last
-        else:
-            before = builder.valid_bytes
-            n, run_first, run_last, bad = _walk_run(log_path, base, builder, pos)
-            if n:
-                run_end = pos + builder.valid_bytes - before
+    n, first, last = 0, None, None
+    todo = ([w] if w.batches else []) + [runs[i] for i in sorted(chosen)]
+    if w.stop is not None:
+        events.append((w.stop, w.reason))
+    for r in runs:
+        if r.stop is not None:
+            events.append((r.stop, r.reason))
+    for rej in rejected:
+        events.append((rej.start, f"CRC-valid batches at bytes [{rej.start}, {rej.end}) not kept: {rej.reason}"))
+    for run in todo:
+        pos = run.start
+        while pos < run.end:
+            part = _walk(log_path, base, builder, pos, markers="refuse", end=run.end)
+            if part.batches:
+                if last is not None and part.first != last + 1:
+                    gaps.append((last, part.first))
                 if kept and kept[-1][1] == pos:
-                    kept[-1] = (kept[-1][0], run_end)
+                    kept[-1] = (kept[-1][0], part.end)
                 else:
-                    if last is not None and run_first != last + 1:
-                        gaps.append((last, run_first))
-                    kept.append((pos, run_end))
-                batches_kept += n
-                first = run_first if first is None else first
-                last = run_last
-        if bad is None:
-            break
-        bad_at, reason = bad
-        nxt = _resync(log_path, bad_at + 1, size)
-        end = size if nxt is None else nxt
-        if not cutting:
-            stop = end if keep_valid_after else size  # recovery drops everything after the first bad batch
-            if removed and removed[-1].end == bad_at:  # adjacent bad regions are one
-                removed[-1] = Region(removed[-1].start, stop, removed[-1].reason)
-            else:
-                removed.append(Region(bad_at, stop, reason))
-            cutting = not keep_valid_after
-        if nxt is None:
-            break
-        pos = nxt
+                    kept.append((pos, part.end))
+                n += part.batches
+                first = part.first if first is None else first
+                last = part.last
+            if part.stop is None or part.stop >= run.end:
+                break
+            if part.kind == "fatal":
+                return None, _refusal(log_path, part), b"", b""
+            events.append((part.stop, part.reason))
+            pos = part.frame_end if part.frame_end is not None else run.end
+    if kept == [(0, size)]:
+        return None, None, *builder.finish()
+    removed: list[Region] = []
+    at = 0
+    for s, e in kept + [(size, size)]:
+        if s > at:
+            why = next((r for p, r in sorted(events) if at <= p < s), "not an intact batch")
+            removed.append(Region(at, s, why))
+        at = e
     if not removed:
-        return None, *builder.finish()
-    cut = SegmentCut(
-        log_path, base, size, mtime, tuple(kept), tuple(removed), batches_kept, first, last,
-        dropped, None if dropped_first is None else (dropped_first, dropped_last), tuple(gaps),
-    )
-    return cut, *builder.finish()
+        return None, None, *builder.finish()
+    return _cut_for(log_path, base, st, kept, removed, n, first, last, [], gaps, rejected), None, *builder.finish()
+
+
+# ----------------------------------------------------------------------------- planning a partition
 
 
 def _partition_segments(partition_dir: str) -> list[str]:
@@ -317,6 +741,14 @@ def _small_rewrite(path: str, kind: str, data: bytes, detail: str) -> FileRewrit
     return FileRewrite(path, kind, None if old is None else len(old), None if old is None else sha256_hex(old), data, detail)
 
 
+def _resolve(path: str) -> str:
+    """A directory resolved (a partition dir named through a symlink is the real one); a file keeps its name."""
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        return os.path.realpath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
 def plan_truncate(
     partition_or_segment: str,
     keep_valid_after: bool = False,
@@ -328,18 +760,23 @@ def plan_truncate(
     A segment path (or ``segments``, paths inside one partition dir) limits which segments are
     examined; the later segments of the partition are removed whenever one is cut (§12.1).
     """
-    target = os.path.abspath(partition_or_segment)
+    target = _resolve(partition_or_segment)
     if os.path.isdir(target):
         partition_dir = target
         all_segments = _partition_segments(partition_dir)
-        wanted = [os.path.abspath(s) for s in segments] if segments is not None else all_segments
+        wanted = [_resolve(s) for s in segments] if segments is not None else all_segments
     else:
         partition_dir = os.path.dirname(target)
         all_segments = _partition_segments(partition_dir)
-        wanted = [os.path.abspath(s) for s in segments] if segments is not None else find_segments([target])
+        wanted = [_resolve(s) for s in segments] if segments is not None else [target]
     temps, journal = _leftovers(partition_dir)
     staging = find_staging_dirs(partition_dir)
     if journal is not None:
+        try:
+            _journal_work(journal)
+        except RepairError as e:
+            return TruncatePlan(partition_dir, keep_valid_after, 0, (), (), (), None, (), tuple(temps), journal, staging,
+                                (Refusal(journal, None, str(e)),))
         return TruncatePlan(partition_dir, keep_valid_after, 0, (), (), (), None,
                             (f"an interrupted truncate committed its journal {journal}; it is completed first",),
                             tuple(temps), journal, staging)
@@ -349,7 +786,10 @@ def plan_truncate(
     checked = 0
     for log in sorted(wanted, key=names.parse_base_offset):
         checked += 1
-        cut, index, timeindex = _scan_segment(log, keep_valid_after, index_interval_bytes)
+        cut, refusal, index, timeindex = _scan_segment(log, keep_valid_after, index_interval_bytes)
+        if refusal is not None:
+            return TruncatePlan(partition_dir, keep_valid_after, checked, (), (), (), None, (), tuple(temps), None,
+                                staging, (refusal,))
         if cut is None:
             continue
         cuts.append(cut)
@@ -371,7 +811,7 @@ def plan_truncate(
             for n in sorted(os.listdir(partition_dir)):
                 if names.classify(n) in _SEGMENT_KINDS and names.parse_base_offset(n) in later_bases:
                     p = os.path.join(partition_dir, n)
-                    moves.append(FileMove(p, os.path.getsize(p), "a later segment: recovery after an unclean "
+                    moves.append(FileMove(p, os.lstat(p).st_size, "a later segment: recovery after an unclean "
                                           "shutdown deletes every segment after one it truncated (§12.1)"))
         if changes_end and last_cut.removed and last_cut.removed[-1].end == last_cut.old_size:
             new_end = last_cut.next_offset
@@ -384,7 +824,7 @@ def plan_truncate(
                     continue
                 if off > new_end:
                     p = os.path.join(partition_dir, n)
-                    moves.append(FileMove(p, os.path.getsize(p), f"producer snapshot above the new log end {new_end}"))
+                    moves.append(FileMove(p, os.lstat(p).st_size, f"producer snapshot above the new log end {new_end}"))
         lec = os.path.join(partition_dir, names.LEADER_EPOCH_CHECKPOINT)
         old = read_or_none(lec)
         if old is not None:
@@ -426,28 +866,286 @@ def plan_truncate_paths(
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     on_plan: Callable[[TruncatePlan, int], None] | None = None,
     segments: Sequence[str] | None = None,
+    on_error: Callable[[str, Exception], None] | None = None,
 ) -> list[TruncatePlan]:
     """One plan per partition dir named by ``paths`` (segments, partition dirs, log dirs).
 
     ``on_plan(plan, segment_bytes)`` (optional) is called after each partition, for progress bars.
-    ``segments`` is ``find_segments(paths)`` when the caller already has it.
+    ``segments`` is ``scan_targets(paths).segments`` when the caller already has it.
+    ``on_error(partition_dir, error)``: a partition that cannot be read (an OSError) is reported
+    there and skipped, so the others are still planned; without it the error propagates.
     """
+    from kafkatool.repair import scan_targets
+
     by_dir: dict[str, list[str]] = {}
-    for s in find_segments(paths) if segments is None else segments:
+    for s in scan_targets(paths).segments if segments is None else segments:
         by_dir.setdefault(os.path.dirname(s), []).append(s)
     for p in paths:  # a partition dir holding only leftovers of an interrupted run
-        p = os.path.abspath(p)
+        p = _resolve(p)
         if os.path.isdir(p) and (os.path.exists(os.path.join(p, TRUNCATE_JOURNAL)) or find_staging_dirs(p)):
             by_dir.setdefault(p, [])
     plans = []
     for d, segs in by_dir.items():
-        plans.append(plan_truncate(d, keep_valid_after, index_interval_bytes, segments=segs))
+        try:
+            plan = plan_truncate(d, keep_valid_after, index_interval_bytes, segments=segs)
+        except OSError as e:
+            if on_error is None:
+                raise
+            on_error(d, e)
+            continue
+        plans.append(plan)
         if on_plan is not None:
-            on_plan(plans[-1], sum(os.path.getsize(s) for s in segs))
+            on_plan(plan, sum(_size_or_zero(s) for s in segs))
     return plans
 
 
-# ----------------------------------------------------------------------------- the backup
+def _size_or_zero(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+# ----------------------------------------------------------------------------- the journal
+
+
+class StaleJournalError(PartitionRefused):
+    """A committed journal whose files changed since it was written: completing it would move or
+    overwrite data written since (a broker ran on the partition). Nothing was changed."""
+
+    def __init__(self, message: str, **kw) -> None:
+        super().__init__(message, kind="stale_journal", **kw)
+
+
+def _identity(path: str, *, digest: bool = True) -> dict | None:
+    """``{size, mtimeNs, ino}`` of ``path`` itself (a link is not followed), plus ``sha256`` for a
+    regular file up to 16 MiB when ``digest``; None when it does not exist."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    ident = {"size": st.st_size, "mtimeNs": st.st_mtime_ns, "ino": st.st_ino, "regular": stat.S_ISREG(st.st_mode)}
+    if digest and ident["regular"] and st.st_size <= _HASH_LIMIT:
+        ident["sha256"] = _sha256_nofollow(path)
+    return ident
+
+
+def _sha256_nofollow(path: str) -> str | None:
+    import hashlib
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    h = hashlib.sha256()
+    try:
+        while piece := os.read(fd, 1 << 20):
+            h.update(piece)
+    finally:
+        os.close(fd)
+    return h.hexdigest()
+
+
+def _differs(now: dict | None, recorded: dict | None) -> str | None:
+    """What changed between a recorded identity and the file now, or None when nothing did."""
+    if recorded is None:
+        return None if now is None else f"it did not exist, and now it does ({_describe(now)})"
+    if now is None:
+        return f"it is gone (recorded {_describe(recorded)})"
+    changed = [w for k, w in (("size", "size"), ("mtimeNs", "mtime"), ("ino", "inode")) if now.get(k) != recorded.get(k)]
+    if not now.get("regular", True):
+        changed.append("type")
+    if recorded.get("sha256") and now.get("sha256") and now["sha256"] != recorded["sha256"]:
+        changed.append("content")
+    if not changed:
+        return None
+    what = changed[0] if len(changed) == 1 else ", ".join(changed[:-1]) + " and " + changed[-1]
+    return f"its {what} changed (recorded {_describe(recorded)}; found {_describe(now)})"
+
+
+def _describe(ident: dict) -> str:
+    import time
+
+    ns = ident.get("mtimeNs", 0)
+    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000)) + f".{ns % 1_000_000_000:09d}Z"
+    text = f"{ident.get('size')} bytes, mtime {when}, inode {ident.get('ino')}"
+    if not ident.get("regular", True):
+        text += ", not a regular file"
+    return text
+
+
+def _plain(name: object) -> bool:
+    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
+
+
+def _read_journal(journal_path: str) -> dict:
+    """The journal, checked for shape: names of files of its own directory, moves into its backup dir."""
+    try:
+        fd = os.open(journal_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            record = json.loads(f.read(64 << 20).decode("utf-8", "surrogateescape"))
+    except (OSError, ValueError) as e:
+        raise RepairError(f"cannot read the journal of an interrupted truncate ({e})", path=journal_path) from None
+    temps = [os.path.join(os.path.dirname(journal_path), n) for n in sorted(os.listdir(os.path.dirname(journal_path)))
+             if n.endswith(TEMP_SUFFIX)]
+    if not isinstance(record, dict) or record.get("version") != JOURNAL_VERSION:
+        raise StaleJournalError(
+            "this journal of an interrupted truncate was written by an older kafkatool: it records no size, mtime "
+            "and inode of the files it moves, so completing it could move data a broker wrote since. "
+            + _way_out(journal_path, temps), path=journal_path)
+    backup_dir = record.get("backupDir")
+    ok = isinstance(backup_dir, str) and os.path.isabs(backup_dir)
+    for r in record.get("replace", ()) if ok else ():
+        ok = ok and isinstance(r, dict) and _plain(r.get("temp")) and _plain(r.get("target")) \
+            and r["temp"] == r["target"] + TEMP_SUFFIX
+    for m in record.get("move", ()) if ok else ():
+        dest = m.get("dest") if isinstance(m, dict) else None
+        ok = ok and _plain(m.get("source")) and isinstance(dest, str) and os.path.isabs(dest) \
+            and os.path.commonpath([os.path.normpath(dest), backup_dir]) == os.path.normpath(backup_dir) \
+            and ".." not in dest.split("/")
+    if not ok or not isinstance(record.get("replace"), list) or not isinstance(record.get("move"), list):
+        raise StaleJournalError("this journal of an interrupted truncate is malformed. " + _way_out(journal_path, temps),
+                                path=journal_path)
+    return record
+
+
+def _way_out(journal_path: str, temps: Sequence[str], backup_dir: str | None = None) -> str:
+    rm = " ".join(shlex.quote(p) for p in [journal_path, *temps])
+    kept = f" (the earlier backup {backup_dir} still holds what the interrupted run removed)" if backup_dir else ""
+    return (f"Nothing was changed. To start over from what is on disk{kept}: rm -- {rm}; then run "
+            "kafkatool truncate again")
+
+
+def _journal_work(journal_path: str) -> tuple[dict, list[tuple[str, str]], list[tuple[str, str]]]:
+    """The work a committed journal still has: ``(record, renames (temp, target), moves (source, dest))``.
+
+    Raises :class:`StaleJournalError` when a file it still has to rename or move is not exactly
+    as recorded, or when work remains and a file it already renamed or moved changed since
+    (then a broker ran on a mix of old and new files, and the rest of the journal no longer
+    applies). A journal with nothing left to do is fine whatever happened since.
+    """
+    record = _read_journal(journal_path)
+    directory = os.path.dirname(journal_path)
+    renames: list[tuple[str, str]] = []
+    moves: list[tuple[str, str]] = []
+    problems: list[tuple[str, str]] = []
+    settled: list[tuple[str, str]] = []  # what changed after a step that was done
+    temps = [os.path.join(directory, r["temp"]) for r in record["replace"]]
+    for r in record["replace"]:
+        tmp, target = os.path.join(directory, r["temp"]), os.path.join(directory, r["target"])
+        tmp_now = _identity(tmp)
+        if tmp_now is not None:
+            why = _differs(tmp_now, r.get("new"))
+            if why is not None:
+                problems.append((tmp, f"the new file the journal wrote: {why}"))
+                continue
+            why = _differs(_identity(target), r.get("old"))
+            if why is not None:
+                problems.append((target, f"changed since the interrupted truncate's journal recorded it: {why}"))
+                continue
+            renames.append((tmp, target))
+        else:
+            why = _differs(_identity(target, digest=False), {k: v for k, v in (r.get("new") or {}).items() if k != "sha256"})
+            if why is not None:
+                settled.append((target, f"renamed into place by the interrupted run, then {why}"))
+    for m in record["move"]:
+        src, dest = os.path.join(directory, m["source"]), m["dest"]
+        src_now = _identity(src, digest=bool((m.get("old") or {}).get("sha256")))
+        if src_now is not None:
+            why = _differs(src_now, m.get("old"))
+            if why is not None:
+                problems.append((src, f"changed since the interrupted truncate's journal recorded it: {why}"))
+            elif not os.path.isdir(os.path.dirname(dest)):
+                problems.append((dest, "the backup dir the journal moves this file into is gone"))
+            else:
+                moves.append((src, dest))
+        elif not os.path.lexists(dest):
+            settled.append((src, "the journal moves it to the backup, but it is neither here nor there"))
+    if not problems and (renames or moves) and settled:
+        problems = settled
+    if problems:
+        path, why = problems[0]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise StaleJournalError(
+            f"{why}{more}: a broker has probably run on this partition since the truncate that wrote the journal "
+            f"{journal_path} was interrupted, and completing that journal would move or overwrite what it wrote. "
+            + _way_out(journal_path, [t for t in temps if os.path.lexists(t)], record.get("backupDir")),
+            path=path)
+    return record, renames, moves
+
+
+def _named(e: OSError, path: str) -> OSError:
+    """``e`` naming ``path`` when the system named no file (a full disk found by a write or an fsync)."""
+    if e.filename is None:
+        return OSError(e.errno, e.strerror or str(e), path)
+    return e
+
+
+def _make_temp(target: str, like: os.stat_result, *, data: bytes | None = None, source: str | None = None,
+               ranges: Sequence[tuple[int, int]] | None = None) -> str:
+    """``<target>.kafkatool-tmp`` holding the new content, created exclusively (an existing name,
+    even a symbolic link, is removed first and never written through), with the owner and mode
+    of ``like``, fsynced. A failed write removes the partial file and names it."""
+    tmp = target + TEMP_SUFFIX
+    if os.path.lexists(tmp):
+        os.unlink(tmp)
+    try:
+        _stage_file(tmp, like, data=data, source=source, ranges=ranges)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise _named(e, tmp) from None
+    fault_point("after temp fsync")
+    return tmp
+
+
+def _move(src: str, dst: str) -> None:
+    """Move one file into the backup: a rename, or copy + fsync + unlink across file systems."""
+    try:
+        os.rename(src, dst)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        tmp = dst + TEMP_SUFFIX
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        try:
+            _stage_file(tmp, os.lstat(src), source=src)
+        except OSError as e2:
+            raise _named(e2, tmp) from None
+        os.replace(tmp, dst)
+        fsync_dir(os.path.dirname(dst))
+        os.unlink(src)
+
+
+def _roll_forward(journal_path: str) -> list[str]:
+    """Complete a committed journal (rename the temps that remain, move the files that remain),
+    after checking that every one of them is as recorded (:func:`_journal_work`)."""
+    record, renames, moves = _journal_work(journal_path)
+    directory = os.path.dirname(journal_path)
+    done = []
+    for tmp, target in renames:
+        os.replace(tmp, target)
+        fault_point("after rename")
+        done.append(target)
+    for src, dest in moves:
+        if os.path.lexists(dest) and os.path.getsize(dest) == os.lstat(src).st_size:
+            os.unlink(src)  # a cross-device copy finished before the crash
+        else:
+            _move(src, dest)
+        fault_point("after move")
+        done.append(src)
+    fsync_dir(directory)
+    for d in {os.path.dirname(m["dest"]) for m in record["move"]}:
+        if os.path.isdir(d):
+            fsync_dir(d)
+    fault_point("after directory fsync")
+    os.unlink(journal_path)
+    fsync_dir(directory)
+    fault_point("after journal removal")
+    return done
 
 
 # ----------------------------------------------------------------------------- apply
@@ -468,101 +1166,29 @@ class TruncateReport:
     """How the files were switched: ``exchange``, ``journal (<why no exchange>)``, or None (nothing written)."""
 
 
-def _move(src: str, dst: str) -> None:
-    """Move one file into the backup: a rename, or copy + fsync + unlink across file systems."""
-    try:
-        os.rename(src, dst)
-    except OSError as e:
-        if e.errno != errno.EXDEV:
-            raise
-        tmp = dst + TEMP_SUFFIX
-        shutil.copyfile(src, tmp)
-        with open(tmp, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, dst)
-        fsync_dir(os.path.dirname(dst))
-        os.unlink(src)
-
-
-def _roll_forward(journal_path: str) -> list[str]:
-    """Complete a committed journal: rename the temps that remain, move the files that remain."""
-    with open(journal_path, encoding="utf-8") as f:
-        record = json.load(f)
-    directory = os.path.dirname(journal_path)
-    done = []
-    for r in record["replace"]:
-        tmp, target = os.path.join(directory, r["temp"]), os.path.join(directory, r["target"])
-        if os.path.exists(tmp):
-            os.replace(tmp, target)
-            fault_point("after rename")
-            done.append(target)
-        elif not os.path.exists(target) or os.path.getsize(target) != r["size"] or (
-            r["sha256"] is not None and sha256_hex(read_or_none(target) or b"") != r["sha256"]
-        ):
-            raise RepairError("the journal names a temp file that is gone and the target is not the new file",
-                              path=target)
-    for m in record["move"]:
-        src = os.path.join(directory, m["source"])
-        if os.path.exists(src):
-            if os.path.exists(m["dest"]) and os.path.getsize(m["dest"]) == os.path.getsize(src):
-                os.unlink(src)  # a cross-device copy finished before the crash
-            else:
-                _move(src, m["dest"])
-            fault_point("after move")
-            done.append(src)
-    fsync_dir(directory)
-    for d in {os.path.dirname(m["dest"]) for m in record["move"]}:
-        fsync_dir(d)
-    fault_point("after directory fsync")
-    os.unlink(journal_path)
-    fsync_dir(directory)
-    fault_point("after journal removal")
-    return done
-
-
-def _copy_range(src, out, start: int, end: int) -> None:
-    src.seek(start)
-    n = end - start
-    while n > 0:
-        b = src.read(min(n, COPY_CHUNK))
-        if not b:
-            raise RepairError("the segment shrank while it was being copied", path=getattr(src, "name", None))
-        out.write(b)
-        n -= len(b)
-
-
-def _write_temp(path: str, data: bytes | None = None, ranges: tuple[tuple[int, int], ...] = (), source: str | None = None) -> str:
-    tmp = path + TEMP_SUFFIX
-    with open(tmp, "wb") as out:
-        if source is not None:
-            with open(source, "rb") as src:
-                for s, e in ranges:
-                    _copy_range(src, out, s, e)
-        else:
-            out.write(data or b"")
-        out.flush()
-        fault_point("after temp write")
-        os.fsync(out.fileno())
-    fault_point("after temp fsync")
-    return tmp
-
-
 def _backup_everything(plan: TruncatePlan, backup: TruncateBackup) -> list[tuple[str, str]]:
     """Step 1 of both paths: every removed byte range, every rewritten file whole, and the
     record of every move (``(source, destination)`` pairs returned)."""
-    for c in plan.cuts:
-        # one streamed pass per .log: the removed ranges, and the sha256 of the whole original and of the result
-        backup.save_cut(c.log_path, [(r.start, r.end, r.reason) for r in c.removed], c.old_size, c.new_size,
-                        "truncate: cut")
-        fault_point("after backup")
-    for r in plan.rewrites:
-        backup.save(r.path, r.data, f"truncate: {r.kind} {r.detail}")
-        fault_point("after backup")
     move_dests = []
-    for m in plan.moves:
-        _entry, dest = backup.plan_move(m.path, m.reason)
-        move_dests.append((m.path, dest))
+    with backup.batch():  # one manifest write for the partition; nothing is removed before it is on disk
+        for c in plan.cuts:
+            # one streamed pass per .log: the removed ranges, and the sha256 of the whole original and of the result
+            backup.save_cut(c.log_path, [(r.start, r.end, r.reason) for r in c.removed], c.old_size, c.new_size,
+                            "truncate: cut")
+            fault_point("after backup")
+        for r in plan.rewrites:
+            backup.save(r.path, r.data, f"truncate: {r.kind} {r.detail}")
+            fault_point("after backup")
+        for m in plan.moves:
+            _entry, dest = backup.plan_move(m.path, m.reason)
+            move_dests.append((m.path, dest))
     return move_dests
+
+
+def _segment_log(path: str) -> str | None:
+    if names.classify(path) in _SEGMENT_KINDS:
+        return names.segment_file_name(names.parse_base_offset(path), ".log")
+    return None
 
 
 def _apply_by_exchange(plan: TruncatePlan, backup: TruncateBackup) -> None:
@@ -578,19 +1204,35 @@ def _apply_by_exchange(plan: TruncatePlan, backup: TruncateBackup) -> None:
             fsync_dir(os.path.dirname(dest))
             fault_point("after backup")
 
-    def segment_log(path: str) -> str | None:
-        if names.classify(path) in _SEGMENT_KINDS:
-            return names.segment_file_name(names.parse_base_offset(path), ".log")
-        return None
-
     exchange_partition(
         plan.partition_dir,
         write={os.path.basename(r.path): r.data for r in plan.rewrites},
         cut={os.path.basename(c.log_path): c.kept for c in plan.cuts},
         drop=[os.path.basename(m.path) for m in plan.moves] + [os.path.basename(t) for t in plan.leftovers],
-        like={os.path.basename(r.path): log for r in plan.rewrites if (log := segment_log(r.path)) is not None},
+        like={os.path.basename(r.path): log for r in plan.rewrites if (log := _segment_log(r.path)) is not None},
         before_switch=save_before_switch,
     )
+
+
+def _check_unchanged(plan: TruncatePlan) -> None:
+    """The plan was made before the lock was taken: make sure nothing moved since."""
+    for c in plan.cuts:
+        st = os.lstat(c.log_path)
+        if (st.st_size, st.st_mtime_ns) != (c.old_size, c.old_mtime_ns) or (c.old_ino and st.st_ino != c.old_ino):
+            raise PartitionRefused("the segment changed since it was planned (a broker appended?); run again",
+                                   path=c.log_path, expected=f"{c.old_size} bytes", found=f"{st.st_size} bytes")
+    for r in plan.rewrites:
+        now = read_or_none(r.path)
+        if (None if now is None else sha256_hex(now)) != r.old_sha256:
+            raise PartitionRefused("the file changed since it was planned; run again", path=r.path)
+    for m in plan.moves:
+        try:
+            size = os.lstat(m.path).st_size
+        except FileNotFoundError:
+            raise PartitionRefused("the file is gone since it was planned; run again", path=m.path) from None
+        if size != m.size:
+            raise PartitionRefused("the file changed since it was planned (a broker appended?); run again",
+                                   path=m.path, expected=f"{m.size} bytes", found=f"{size} bytes")
 
 
 def apply_truncate(
@@ -599,40 +1241,30 @@ def apply_truncate(
     """Apply ``plan`` crash-safely (module doc), then re-plan: the result must need nothing more.
 
     The caller holds the :class:`~kafkatool.repair.LogDirLock`. Raises :class:`RepairError`
-    when a file changed since the plan, or when re-verification fails.
+    when a file changed since the plan, when an interrupted run's journal is stale
+    (:class:`StaleJournalError`), or when re-verification fails.
     """
     if isinstance(backup, str):
         backup = TruncateBackup(backup, tool="kafkatool truncate")
+    if plan.refusals:
+        raise PartitionRefused(str(plan.refusals[0]), kind="refused")
     directory = plan.partition_dir
     # a staging dir of an interrupted run first: always safe to remove, and the exchange needs its name
     removed_leftovers: list[str] = remove_staging_dirs(plan.staging_leftovers)
     if plan.interrupted_journal is not None:
-        try:
-            with open(plan.interrupted_journal, encoding="utf-8") as f:
-                earlier_backup = json.load(f).get("backup_dir")
-        except (OSError, ValueError) as e:
-            raise RepairError(f"cannot read the journal of an interrupted truncate ({e})", path=plan.interrupted_journal) from None
+        earlier_backup = _read_journal(plan.interrupted_journal).get("backupDir")
         _roll_forward(plan.interrupted_journal)
         removed_leftovers += _unlink_all(plan.leftovers)
         # the completed state is the earlier run's new state; anything still needed is planned afresh
         again = plan_truncate(directory, plan.keep_valid_after, index_interval_bytes)
+        if again.refusals:
+            raise RepairError(str(again.refusals[0]))
         if again.needs_changes:
             more = apply_truncate(again, backup, index_interval_bytes=index_interval_bytes)
             return TruncateReport(plan, more.written, more.moved, tuple(removed_leftovers) + more.removed_leftovers,
                                   more.backup_dir, True, more.verified, more.method)
         return TruncateReport(plan, (), (), tuple(removed_leftovers), earlier_backup, True, True)
-    # the plan was made before the lock was taken: make sure nothing moved since
-    for c in plan.cuts:
-        st = os.stat(c.log_path)
-        if st.st_size != c.old_size or st.st_mtime_ns != c.old_mtime_ns:
-            raise RepairError("the segment changed since it was planned; run again", path=c.log_path)
-    for r in plan.rewrites:
-        now = read_or_none(r.path)
-        if (None if now is None else sha256_hex(now)) != r.old_sha256:
-            raise RepairError("the file changed since it was planned; run again", path=r.path)
-    for m in plan.moves:
-        if not os.path.exists(m.path):
-            raise RepairError("the file is gone since it was planned; run again", path=m.path)
+    _check_unchanged(plan)
     if not (plan.cuts or plan.rewrites or plan.moves):
         gone = _unlink_all(plan.leftovers)  # temps of a run that never committed: the old state is intact
         if gone:
@@ -651,11 +1283,30 @@ def apply_truncate(
     _verify(plan)
     again = plan_truncate(directory, plan.keep_valid_after, index_interval_bytes,
                           segments=[c.log_path for c in plan.cuts])
-    if again.needs_changes:
+    if again.needs_changes or again.refusals:
         raise RepairError("re-verification failed: a second plan still finds changes", path=directory)
     written = tuple(c.log_path for c in plan.cuts) + tuple(r.path for r in plan.rewrites)
     return TruncateReport(plan, written, tuple(m.path for m in plan.moves), tuple(removed_leftovers), backup.root,
                           False, True, "exchange" if why is None else f"journal ({why})")
+
+
+def _like(path: str, partition_dir: str) -> os.stat_result:
+    """The file whose owner and mode a new file takes: the one it replaces, else its segment's
+    ``.log``, else any ``.log`` of the partition, else the partition dir without its x bits."""
+    for p in (path, None if (log := _segment_log(path)) is None else os.path.join(partition_dir, log)):
+        if p is not None:
+            try:
+                return os.stat(p)
+            except FileNotFoundError:
+                pass
+    for n in sorted(os.listdir(partition_dir)):
+        if n.endswith(".log"):
+            try:
+                return os.stat(os.path.join(partition_dir, n))
+            except FileNotFoundError:
+                pass
+    st = os.stat(partition_dir)
+    return os.stat_result((st.st_mode & ~0o111 & ~stat.S_IFDIR | stat.S_IFREG, *tuple(st)[1:]))
 
 
 def _apply_by_journal(plan: TruncatePlan, backup: TruncateBackup, removed_leftovers: list[str]) -> None:
@@ -665,29 +1316,37 @@ def _apply_by_journal(plan: TruncatePlan, backup: TruncateBackup, removed_leftov
     removed_leftovers += _unlink_all(plan.leftovers)  # temps of a run that never committed: the old state is intact
     # 1. the backup: removed ranges, whole originals of rewritten files, the moves to come
     move_dests = _backup_everything(plan, backup)
-    # 2. the new files beside the old ones
-    temps = []
+    # 2. the new files beside the old ones, each with the owner and mode of the file it replaces
+    replace = []
     for c in plan.cuts:
-        temps.append((_write_temp(c.log_path, ranges=c.kept, source=c.log_path), c.log_path))
+        old = _identity(c.log_path)
+        tmp = _make_temp(c.log_path, os.stat(c.log_path), source=c.log_path, ranges=c.kept)
+        replace.append((tmp, c.log_path, old))
     for r in plan.rewrites:
-        temps.append((_write_temp(r.path, r.data), r.path))
-    # 3. the commit point
+        old = _identity(r.path)
+        tmp = _make_temp(r.path, _like(r.path, directory), data=r.data)
+        replace.append((tmp, r.path, old))
+    # 3. the commit point: what every file is now, so that completing it later can tell a broker ran since
     record = {
         "tool": "kafkatool truncate",
-        "backup_dir": backup.root,
+        "version": JOURNAL_VERSION,
+        "backupDir": backup.root,
         "replace": [
-            {"temp": os.path.basename(t), "target": os.path.basename(p), "size": os.path.getsize(t),
-             "sha256": sha256_hex(read_or_none(t) or b"") if os.path.getsize(t) < (64 << 20) else None}
-            for t, p in temps
+            {"temp": os.path.basename(t), "target": os.path.basename(p), "old": old, "new": _identity(t)}
+            for t, p, old in replace
         ],
-        "move": [{"source": os.path.basename(s), "dest": d} for s, d in move_dests],
+        "move": [{"source": os.path.basename(s), "dest": d, "old": _identity(s)} for s, d in move_dests],
     }
     journal = os.path.join(directory, TRUNCATE_JOURNAL)
-    with open(journal + TEMP_SUFFIX, "w", encoding="utf-8") as f:
-        f.write(json.dumps(record, indent=2) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(journal + TEMP_SUFFIX, journal)
+    pending = journal + TEMP_SUFFIX
+    if os.path.lexists(pending):
+        os.unlink(pending)
+    text = json.dumps(record, separators=(",", ":")).encode("ascii")  # ASCII: any file name, escaped
+    try:
+        _stage_file(pending, _like(journal, directory), data=text)
+    except OSError as e:
+        raise _named(e, pending) from None
+    os.replace(pending, journal)
     fsync_dir(directory)
     fault_point("after journal")
     # 4. renames and moves, then the journal goes
@@ -714,8 +1373,41 @@ def _verify(plan: TruncatePlan) -> None:
         if read_or_none(r.path) != r.data:
             raise RepairError("re-verification failed: the file on disk is not what was written", path=r.path)
     for m in plan.moves:
-        if os.path.exists(m.path):
+        if os.path.lexists(m.path):
             raise RepairError("re-verification failed: a file to move is still there", path=m.path)
+
+
+def describe_state(plan: TruncatePlan) -> str:
+    """In what state an interrupted ``--execute`` left a partition dir (read from the disk)."""
+    directory = plan.partition_dir
+    journal = os.path.join(directory, TRUNCATE_JOURNAL)
+    if os.path.lexists(journal):
+        return (f"committed but not complete: the journal {journal} records the change; run "
+                "`kafkatool truncate --execute` on it to complete it (a broker must not start on it before)")
+    staging = find_staging_dirs(directory)
+
+    def is_new() -> bool:
+        return (all(os.path.getsize(c.log_path) == c.new_size for c in plan.cuts if os.path.exists(c.log_path))
+                and not any(os.path.lexists(m.path) for m in plan.moves))
+
+    def is_old() -> bool:
+        return (all(os.path.getsize(c.log_path) == c.old_size for c in plan.cuts if os.path.exists(c.log_path))
+                and all(os.path.lexists(m.path) for m in plan.moves))
+
+    try:
+        state = "unchanged (the old state, complete)" if is_old() else (
+            "changed (the new state, complete)" if is_new() else "neither the old nor the new state (check it)")
+    except OSError as e:
+        state = f"unknown ({e})"
+    temps = [n for n in os.listdir(directory) if n.endswith(TEMP_SUFFIX)] if os.path.isdir(directory) else []
+    left = []
+    if staging:
+        left.append(f"the staging dir {staging[0]}")
+    if temps:
+        left.append(f"{len(temps)} temp file{'s' if len(temps) != 1 else ''} (*{TEMP_SUFFIX})")
+    if left:
+        state += "; " + " and ".join(left) + " left, which the next run (or `kafkatool truncate --execute`) removes"
+    return state
 
 
 def apply_truncate_all(
@@ -726,14 +1418,20 @@ def apply_truncate_all(
     allow_transitional: bool = False,
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
     on_partition: Callable[[TruncateReport], None] | None = None,
+    on_start: Callable[[str], None] | None = None,
+    on_refused: Callable | None = None,
 ) -> list[TruncateReport]:
-    """Apply several truncate plans (see :func:`kafkatool.repair.apply_locked`)."""
+    """Apply several truncate plans (see :func:`kafkatool.repair.apply_locked`); refused plans are
+    skipped. With ``on_refused``, a partition refused under the lock (it changed since it was
+    planned, its journal is stale) is reported there and the others go on."""
     return apply_locked(
-        plans,
+        [p for p in plans if not p.refusals],
         backup_dir,
         lambda ps, backup: [apply_truncate(p, backup, index_interval_bytes=index_interval_bytes) for p in ps],
         lambda root: TruncateBackup(root, tool="kafkatool truncate"),
         force=force,
         allow_transitional=allow_transitional,
         on_report=on_partition,
+        on_start=on_start,
+        on_refused=on_refused,
     )

@@ -37,30 +37,45 @@ def other_dirs(part: Path) -> list[Path]:
     return sorted(d for d in part.parent.iterdir() if d.is_dir() and d != part)
 
 
-def kafkatool(*args: str, fault_at: int | None = None, no_exchange: bool = False) -> subprocess.CompletedProcess:
+def kafkatool(*args: str, fault_at: int | None = None, no_exchange: bool = False, interrupt_at: int | None = None,
+              stderr: bool = False, user: int | None = None) -> subprocess.CompletedProcess:
     """Run the CLI in a forked child of the test process (the modules are already imported:
-    milliseconds instead of a fresh interpreter per step); ``fault_at`` arms the SIGKILL.
+    milliseconds instead of a fresh interpreter per step); ``fault_at`` arms the SIGKILL,
+    ``interrupt_at`` a SIGINT (a Ctrl-C) at that step instead. ``stderr``: capture it too (else
+    it goes to /dev/null); ``user``: run as that uid (and gid), for permission tests as root.
     Returns the child's exit status (negative: killed by that signal) and its output."""
+    import tempfile
+
     from kafkatool import safety
     from kafkatool.cli.main import main
 
     out_r, out_w = os.pipe()
+    err_file = tempfile.TemporaryFile() if stderr else None
     pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         code = 70
         try:
             os.close(out_r)
             os.dup2(out_w, 1)
-            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+            os.dup2(err_file.fileno() if err_file is not None else os.open(os.devnull, os.O_WRONLY), 2)
             # pytest's capture replaced sys.stdout/sys.stderr: write to the real descriptors
             sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8")
             sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), encoding="utf-8")
             os.environ.pop("KAFKATOOL_FAULT_AT", None)
             os.environ.pop(NO_EXCHANGE_ENV, None)
-            if fault_at is not None:
-                os.environ["KAFKATOOL_FAULT_AT"] = str(fault_at)
+            step = interrupt_at if interrupt_at is not None else fault_at
+            if step is not None:
+                os.environ["KAFKATOOL_FAULT_AT"] = str(step)
+            if interrupt_at is not None:  # the fault point's SIGKILL of itself becomes a Ctrl-C
+                real_kill = os.kill
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                os.kill = lambda p, sig: real_kill(p, signal.SIGINT if sig == signal.SIGKILL else sig)
             if no_exchange:
                 os.environ[NO_EXCHANGE_ENV] = "1"
+            if user is not None:
+                os.setgroups([])
+                os.setgid(user)
+                os.setuid(user)
             safety._fault_count = 0
             try:
                 main(list(args))
@@ -69,13 +84,19 @@ def kafkatool(*args: str, fault_at: int | None = None, no_exchange: bool = False
                 code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         finally:
             sys.stdout.flush()
+            sys.stderr.flush()
             os._exit(code)
     os.close(out_w)
-    with os.fdopen(out_r, "r", encoding="utf-8") as f:
+    with os.fdopen(out_r, "r", encoding="utf-8", errors="surrogateescape") as f:
         out = f.read()
     _pid, status = os.waitpid(pid, 0)
     code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-    return subprocess.CompletedProcess(args, code, out, "")
+    err = ""
+    if err_file is not None:
+        err_file.seek(0)
+        err = err_file.read().decode("utf-8", "surrogateescape")
+        err_file.close()
+    return subprocess.CompletedProcess(args, code, out, err)
 
 
 def sigkill_every_step_strictly(

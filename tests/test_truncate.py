@@ -10,7 +10,6 @@ are read back with kafka-python and aiokafka as independent implementations.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -22,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, REPO
+from conftest import FIXTURES
 from test_reindex import HOLD_LOCK  # the same lock holder: a POSIX fcntl lock in another process
 from kafkatool.repair import NO_EXCHANGE_ENV, TEMP_SUFFIX, plan_reindex
 from kafkatool.record.v2 import RecordSpec, encode_batch
@@ -161,7 +160,7 @@ def test_truncate_leaves_exactly_the_bytes_before_the_first_bad_batch(run, tmp_p
     r = run("truncate", "--format", "jsonl", "--index-interval-bytes", INTERVAL, str(part))
     obj, summary = (json.loads(x) for x in r.lines)
     assert obj["segments"][0]["removed"][0] | {"reason": ""} == {"start": cut, "end": len(data), "bytes": len(data) - cut, "reason": ""}
-    assert summary["type"] == "truncate_summary" and summary["bytes_removed"] == len(data) - cut
+    assert summary["type"] == "truncate_summary" and summary["bytesRemoved"] == len(data) - cut
 
     bk = tmp_path / "bk"
     r = run("truncate", "--execute", "--index-interval-bytes", INTERVAL, "--backup-dir", str(bk), str(part))
@@ -169,10 +168,11 @@ def test_truncate_leaves_exactly_the_bytes_before_the_first_bad_batch(run, tmp_p
     assert log.read_bytes() == bytes(data[:cut])
     assert (part / f"{SEG0}.index").read_bytes() == plan_reindex(str(log), int(INTERVAL)).changes[0].data
     manifest = json.loads((bk / "MANIFEST.json").read_text())
-    (rng,) = [e for e in manifest["files"] if e["action"] == "bytes-removed"]
+    (entry,) = [e for e in manifest["files"] if e["action"] == "cut"]
+    (rng,) = entry["pieces"]
     assert (rng["start"], rng["end"]) == (cut, len(data))
-    assert (bk / rng["backup_file"]).read_bytes() == bytes(data[cut:])
-    assert log.read_bytes() + (bk / rng["backup_file"]).read_bytes() == bytes(data)
+    assert (bk / rng["file"]).read_bytes() == bytes(data[cut:])
+    assert log.read_bytes() + (bk / rng["file"]).read_bytes() == bytes(data)
 
     # a second run is a no-op
     before = state(part)
@@ -287,7 +287,7 @@ def test_keep_valid_after_keeps_every_intact_batch(run, tmp_path: Path) -> None:
         if not n.startswith(name(18, "")) or n.endswith(".txnindex"):
             assert now[n] == original[n], n
     manifest = json.loads((bk / "MANIFEST.json").read_text())
-    assert [(e["start"], e["end"]) for e in manifest["files"] if e["action"] == "bytes-removed"] == [
+    assert [(p["start"], p["end"]) for e in manifest["files"] if e["action"] == "cut" for p in e["pieces"]] == [
         (bs[1][0], bs[2][0]), (bs[4][0], bs[5][0])]
     assert run("truncate", "--keep-valid-after", "--index-interval-bytes", INTERVAL, str(part)).code == 0
     assert indexes_agree(part)
@@ -407,8 +407,10 @@ def test_journal_fallback_sigkill_at_every_step_leaves_old_new_or_a_journal_the_
     data[batches_of(bytes(data))[4][0] + 100] ^= 0x10  # segment 0, offsets 12-14: two later segments go
     seg0.write_bytes(bytes(data))
     old = state(src)
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    cmd = [sys.executable, "-m", "kafkatool", "truncate", "--execute", "--quiet", "--index-interval-bytes", INTERVAL]
+    # the CLI in a forked child (crash_helpers.kafkatool): milliseconds instead of a fresh interpreter per step
+    from crash_helpers import kafkatool
+
+    cmd = ["truncate", "--execute", "--quiet", "--index-interval-bytes", INTERVAL]
 
     def fresh(label: str) -> Path:
         dst = tmp_path / label / "logdir" / "t-0"
@@ -423,7 +425,7 @@ def test_journal_fallback_sigkill_at_every_step_leaves_old_new_or_a_journal_the_
         n += 1
         part = fresh(f"run{n}")
         bk, bk2 = tmp_path / f"bk{n}", tmp_path / f"bk{n}-again"
-        p = subprocess.run([*cmd, "--backup-dir", str(bk), str(part)], env=dict(env, KAFKATOOL_FAULT_AT=str(n)), capture_output=True)
+        p = kafkatool(*cmd, "--backup-dir", str(bk), str(part), fault_at=n, no_exchange=True)
         if p.returncode == 0:
             break
         assert p.returncode == -signal.SIGKILL, p
