@@ -1,9 +1,28 @@
 """Garbage never escapes as anything but kafkatool's own error: random bytes, truncations and
 mutations of valid segments give either output or a located KafkaToolError, never another
-exception, a hang or unbounded memory (STYLE.md; h11's discipline)."""
+exception, a hang or unbounded memory (STYLE.md; h11's discipline).
+
+Not raising is not enough: every example also checks what the output must satisfy.
+
+- The walk (§3): batches start at 0 and follow each other without gaps, each inside the
+  file; it stops at the end, at a tail (≤ 17 bytes, or an entry whose size runs past the end),
+  or at an error located exactly where it stopped.
+- Decoding: an error is located inside its batch; without one, a v2 batch yields exactly its
+  header's count of records (§17 B.12: a count mismatch is an InvalidRecordException), an
+  uncompressed legacy entry exactly one record at its offset, a v1 wrapper inner records ending
+  at the wrapper's offset (§5.2); and a batch whose CRC checks (its bytes are those written)
+  holds offsets inside its header's range and, for CreateTime, its header's max timestamp.
+- The dump: every error names the file and a position inside it; its batch lines are the
+  walk's batches; an invalid-bytes line covers exactly the bytes after the last batch.
+- Truncation: the output for a prefix of a segment is a prefix of the output for the whole
+  (the batches wholly inside it, then at most the invalid-bytes line).
+- Mutation: every batch that ends before the first changed byte is walked and decoded as in
+  the original.
+"""
 
 from __future__ import annotations
 
+import re
 import tempfile
 import tracemalloc
 from pathlib import Path
@@ -16,7 +35,7 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.record.records import decode_batch_records
 from kafkatool.render.jsonl import JsonlRenderer
 from kafkatool.render.text import TextRenderer
-from kafkatool.segment.walk import SegmentWalker
+from kafkatool.segment.walk import SegmentWalker, WalkStop
 
 from conftest import FIXTURES
 
@@ -24,35 +43,126 @@ SEGMENTS = sorted(p for p in FIXTURES.rglob("*.log")) + sorted(FIXTURES.rglob("*
 SEGMENT_BYTES = [p.read_bytes() for p in SEGMENTS]
 DEEP = DumpOptions(deep=True, print_data=True)
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SEGMENT_NAME = "00000000000000000000.log"
+# a batch line (§15.3): v2 "baseOffset: ... position: <p> ...", legacy "offset: <o> position: <p> ..."
+BATCH_LINE = re.compile(r"^(?:baseOffset: -?\d+ .*|offset: -?\d+) position: (\d+) .* size: (\d+) magic: ")
+INVALID_BYTES = re.compile(r"^Found (\d+) invalid bytes at the end of (.*)$")
 
 
-def dump_everything(data: bytes, name: str = "00000000000000000000.log") -> list:
-    """Dump ``data`` as a segment with every renderer; return the items."""
+class Dumped:
+    """What one dump of a segment gave: the items, and the text renderer's stdout/stderr lines."""
+
+    def __init__(self, items: list, out: list[str], err: list[str]) -> None:
+        self.items = items
+        self.out = out
+        self.err = err
+
+    @property
+    def batch_lines(self) -> list[tuple[int, int]]:
+        """(position, size) of every batch line on stdout."""
+        return [(int(m.group(1)), int(m.group(2))) for m in map(BATCH_LINE.match, self.out) if m]
+
+    @property
+    def errors(self) -> list[KafkaToolError]:
+        return [i.error for i in self.items if isinstance(i, FileError)]
+
+
+def dump_everything(data: bytes, name: str = SEGMENT_NAME) -> Dumped:
+    """Dump ``data`` as a segment with every renderer; check the output against the walk."""
     with tempfile.TemporaryDirectory() as d:
         p = Path(d) / name
         p.write_bytes(data)
         items = list(iter_dump([str(p)], DEEP))
         text, jsonl = TextRenderer(DEEP), JsonlRenderer(DEEP)
+        out: list[str] = []
+        err: list[str] = []
         for item in items:
-            text.render(item)
+            rendered, to_stderr = text.render(item)
+            # (the temporary directory's name differs from one call to the next)
+            (err if to_stderr else out).extend(rendered.replace(d, "<dir>").splitlines())
             jsonl.render(item)
-        for item in items:
-            if isinstance(item, FileError):
-                e = item.error
-                assert isinstance(e, KafkaToolError)
-                assert e.path and str(p.name) in e.path
-        return items
+        dumped = Dumped(items, out, err)
+        for e in dumped.errors:
+            assert isinstance(e, KafkaToolError)
+            assert e.path and name in e.path, e  # names the file
+            assert e.position is not None and 0 <= e.position <= len(data), e  # and a place in it
+        assert len(dumped.errors) <= 1  # one file: the dump of it stops at its first error
+        # the batch lines are the walk's batches, in order, back to back from byte 0
+        walked = [(b.position, b.size) for b, _ in SegmentWalker(data)]
+        lines = dumped.batch_lines
+        assert lines == walked[: len(lines)]
+        if not dumped.errors:
+            assert lines == walked
+        end = lines[-1][0] + lines[-1][1] if lines else 0
+        trailing = [m for m in map(INVALID_BYTES.match, out) if m]
+        if trailing:
+            (m,) = trailing
+            assert (int(m.group(1)), m.group(2)) == (len(data) - end, name)
+        elif not dumped.errors:
+            assert end == len(data)
+        return dumped
 
 
-def walk_and_decode(data: bytes) -> None:
+def walk_and_decode(data: bytes) -> list[tuple]:
+    """Walk and deep-decode ``data``; check the §3 walk's and the decoders' output. Returns one
+    ``(batch, records or error)`` per batch."""
     walker = SegmentWalker(data)
+    out: list[tuple] = []
+    expected_pos = 0
     for b, view in walker:
+        assert b.position == expected_pos  # back to back from 0 (§3 step 6)
+        assert b.size >= 12 + 14 and b.position + b.size <= len(data)
+        if 2 <= b.magic < 128:
+            assert b.size >= 61  # a v2 header is 61 bytes (§3 minimum sizes)
+        expected_pos += b.size
         try:
-            decode_batch_records(b, view)
+            records = list(decode_batch_records(b, view))
         except KafkaToolError as e:
-            assert e.position is not None
-    if walker.error is not None:
-        assert isinstance(walker.error, KafkaToolError) and walker.error.position is not None
+            assert e.position is not None and 0 <= e.position <= b.size, e  # inside its batch
+            out.append((b, e))
+            continue
+        check_records(b, records)
+        out.append((b, records))
+    check_stop(walker, data, expected_pos)
+    return out
+
+
+def check_records(b, records: list) -> None:
+    if b.magic >= 2:
+        assert len(records) == b.count  # §17 B.12: a count mismatch raises
+        if b.crc == b.computed_crc and records:  # the bytes the writer wrote
+            offsets = [r.offset for r in records]
+            assert all(b.offset <= o <= b.offset + b.last_offset_delta for o in offsets)
+            assert offsets == sorted(set(offsets))
+            stamps = [r.timestamp for r in records]
+            if b.attributes & 0x08:  # LogAppendTime: every record carries the batch's time
+                assert set(stamps) == {b.max_timestamp}
+            elif not b.attributes & 0x40:  # (a delete horizon replaces the base timestamp)
+                assert max(stamps) == b.max_timestamp
+    elif b.attributes & 0x07 == 0:
+        assert [r.offset for r in records] == [b.offset]  # the entry is its only record
+    else:
+        assert records  # §17 C: a wrapper with no inner records is an error
+        if b.magic == 1:
+            assert records[-1].offset == b.offset  # §5.2: inner offsets end at the wrapper's
+
+
+def check_stop(walker: SegmentWalker, data: bytes, position: int) -> None:
+    """How the §3 walk ended, checked against the bytes where it ended."""
+    assert walker.position == position
+    rest = len(data) - position
+    size = int.from_bytes(data[position + 8 : position + 12], "big", signed=True) if rest >= 12 else None
+    if walker.stop is WalkStop.END:
+        assert rest == 0
+    elif walker.stop is WalkStop.TAIL:
+        # a tail of <= 17 bytes is never parsed; a longer one is an entry running past the end
+        assert 0 < rest and (rest <= 17 or (size is not None and size >= 14 and 12 + size > rest))
+    else:
+        assert walker.stop is WalkStop.ERROR and rest > 17
+        e = walker.error
+        assert isinstance(e, KafkaToolError) and e.position == position  # where the walk stopped
+        # size < 14 (step 3), or an entry that fits but cannot be read as its magic says
+        assert size < 14 or 12 + size <= rest
 
 
 @FUZZ
@@ -67,22 +177,39 @@ def test_random_bytes(data):
 def test_truncations(i, data):
     seg = SEGMENT_BYTES[i]
     cut = data.draw(st.integers(0, len(seg)))
-    items = dump_everything(seg[:cut])
-    walk_and_decode(seg[:cut])
-    assert items  # always at least the header
+    whole = walk_and_decode(seg)
+    part = walk_and_decode(seg[:cut])
+    # exactly the batches that end inside the prefix, decoded exactly as in the whole segment
+    assert part == [x for x in whole if x[0].position + x[0].size <= cut]
+    full = dump_everything(seg)
+    dumped = dump_everything(seg[:cut])
+    assert dumped.out  # always at least the header
+    assert not full.errors and not dumped.errors  # a valid segment's prefix ends, it is not corrupt
+    kept = [line for line in dumped.out if not INVALID_BYTES.match(line)]
+    assert kept == full.out[: len(kept)]
+    assert dumped.err == full.err[: len(dumped.err)] or not dumped.err
 
 
 @FUZZ
 @given(st.sampled_from(range(len(SEGMENT_BYTES))), st.data())
 def test_mutations(i, data):
-    seg = bytearray(SEGMENT_BYTES[i])
+    original = SEGMENT_BYTES[i]
+    seg = bytearray(original)
+    first_change = len(seg)
     for _ in range(data.draw(st.integers(1, 6))):
         pos = data.draw(st.integers(0, len(seg) - 1))
         seg[pos] = data.draw(st.integers(0, 255))
+        if seg[pos] != original[pos]:
+            first_change = min(first_change, pos)
     if data.draw(st.booleans()):
         pos = data.draw(st.integers(0, len(seg)))
-        seg[pos:pos] = data.draw(st.binary(max_size=64))
-    walk_and_decode(bytes(seg))
+        insert = data.draw(st.binary(max_size=64))
+        seg[pos:pos] = insert
+        if insert:
+            first_change = min(first_change, pos)
+    mutated = walk_and_decode(bytes(seg))
+    before = [x for x in walk_and_decode(original) if x[0].position + x[0].size <= first_change]
+    assert mutated[: len(before)] == before  # the batches before the first changed byte survive
     dump_everything(bytes(seg))
 
 
@@ -103,6 +230,11 @@ def test_random_side_files(name, data):
         for item in items:
             TextRenderer(DumpOptions()).render(item)
             JsonlRenderer(DumpOptions()).render(item)
+        for item in items:
+            if isinstance(item, FileError):
+                e = item.error
+                assert e.path and name in e.path, e  # names the file
+                assert e.position is None or 0 <= e.position <= len(data), e
 
 
 def test_huge_size_field_does_not_allocate(tmp_path):
@@ -110,11 +242,11 @@ def test_huge_size_field_does_not_allocate(tmp_path):
     seg = bytearray(SEGMENT_BYTES[0])
     seg[8:12] = (0x7FFFFFFF).to_bytes(4, "big")
     tracemalloc.start()
-    items = dump_everything(bytes(seg))
+    dumped = dump_everything(bytes(seg))
     _cur, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 64 << 20
-    assert any(type(i).__name__ == "TrailingBytes" for i in items)
+    assert any(type(i).__name__ == "TrailingBytes" for i in dumped.items)
 
 
 def test_decompression_bomb_is_an_error_not_oom(tmp_path):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -397,3 +398,113 @@ def test_dump_legacy_batch_lines_isvalid(run, tmp_path: Path) -> None:
         "| offset: 6 NoTimestampType: -1 keySize: -1 valueSize: 5 isValid: true crc: 2275900082}",
         "| offset: 5 CreateTime: 1700000000000 keySize: 1 valueSize: 5 isValid: false crc: 2854184825}",
     ]
+
+
+# --------------------------------------------------------------------------- §3 the walk's size boundaries
+
+
+def v0_minimum(offset: int) -> bytes:
+    """The smallest legal entry (§3: a v0 message is 14 bytes + 12 = 26 on disk): size 14, null
+    key, null value; CRC-32 (zlib) over magic..value."""
+    body = bytes.fromhex("00" "00" "ffffffff" "ffffffff")  # magic 0, attributes 0, key -1, value -1
+    return struct.pack(">qiI", offset, 14, zlib.crc32(body)) + body
+
+
+def walk_source(tmp_path: Path, data: bytes, source: str):
+    if source == "memory":
+        return SegmentWalker(data)
+    path = tmp_path / f"{seg(0)}.log"
+    path.write_bytes(data)
+    return SegmentWalker(str(path))
+
+
+@pytest.mark.parametrize("source", ["memory", "file"])
+def test_walk_takes_an_entry_of_exactly_the_minimum_size(tmp_path: Path, impl: str, source: str) -> None:
+    """§3 step 3: only ``size < 14`` is an error; size 14 is a v0 message."""
+    data = v0_minimum(0) + v0_minimum(1)
+    with walk_source(tmp_path, data, source) as walker:
+        got = [(b.position, b.size, b.offset, b.magic, b.crc == b.computed_crc) for b, _ in walker]
+    assert got == [(0, 26, 0, 0, True), (26, 26, 1, 0, True)]
+    assert (walker.stop, walker.position, walker.error) == (WalkStop.END, 52, None)
+    # one less: "Found record size 13 smaller than minimum record overhead (14)", at that entry
+    short = bytearray(data)
+    short[26 + 8 : 26 + 12] = struct.pack(">i", 13)
+    with walk_source(tmp_path, bytes(short), source) as walker:
+        assert [b.position for b, _ in walker] == [0]
+    assert walker.stop is WalkStop.ERROR and walker.error.position == 26
+    assert "Found record size 13 smaller than minimum record overhead (14)" in walker.error.message
+
+
+@pytest.mark.parametrize("source", ["memory", "file"])
+@pytest.mark.parametrize("tail, stop", [(17, WalkStop.TAIL), (18, WalkStop.ERROR)])
+def test_walk_never_parses_a_tail_of_17_bytes(tmp_path: Path, impl: str, source: str, tail: int, stop: WalkStop) -> None:
+    """§3 step 1: stop when ``position >= end - 17``; 17 zero bytes are trailing bytes, 18 are an
+    entry whose size field (0) is below the minimum."""
+    data = SIX + bytes(tail)
+    with walk_source(tmp_path, data, source) as walker:
+        assert len(list(walker)) == 6
+    assert (walker.stop, walker.position, walker.trailing_bytes) == (stop, 600, tail)
+    assert (walker.error is None) == (stop is WalkStop.TAIL)
+
+
+@pytest.mark.parametrize("source", ["memory", "file"])
+@pytest.mark.parametrize("missing, stop", [(0, WalkStop.END), (1, WalkStop.TAIL)])
+def test_walk_takes_an_entry_that_ends_exactly_at_the_end(tmp_path: Path, impl: str, source: str, missing: int, stop: WalkStop) -> None:
+    """§3 step 4: an entry fits when ``position <= end - 12 - size``; one byte short it is a partial tail."""
+    data = SIX[: len(SIX) - missing]
+    with walk_source(tmp_path, data, source) as walker:
+        assert len(list(walker)) == 6 - missing
+    assert (walker.stop, walker.position) == (stop, 600 - 100 * missing)
+
+
+# --------------------------------------------------------------------------- §12.1 a refused final time entry
+
+
+@pytest.mark.xfail(strict=True, reason="truncate bug: the final time-index entry refused (InvalidOffsetException, "
+                   "§8.3) makes plan_truncate raise IndexAppendError ('kafkatool: error: Attempt to append an offset "
+                   "(1002) to slot 2 ...', exit 2) instead of planning recovery's cut; §12.1: recovery empties the segment")
+def test_truncate_when_recovery_refuses_the_final_time_entry(tmp_path: Path) -> None:
+    """50 batches of 3 records (offsets 1000-1149, timestamps rising) give offset and time entries
+    at the default interval; a last batch whose offsets go back to 1000-1002 with the highest
+    timestamp needs no offset entry (its position is < 4096 bytes past the last one) but at the
+    end of recover() ``timeIndex.maybeAppend(maxTs, 1002, skipFullCheck)`` throws
+    InvalidOffsetException (1002 < the last entry's offset, §8.3); §12.1: "If recovery of a
+    segment throws InvalidOffsetException ..., that segment is truncated to its base offset"."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    batches = [encode_batch([RecordSpec(BASE + 3 * k + j, T + 3 * k + j, b"k", bytes(40)) for j in range(3)])
+               for k in range(50)]
+    back = encode_batch([RecordSpec(BASE + j, T + 10_000 + j, b"k", bytes(40)) for j in range(3)])
+    log = b"".join(batches) + back
+    (part / f"{seg(BASE)}.log").write_bytes(log)
+    plan = plan_truncate(str(part))
+    (cut,) = plan.cuts
+    assert cut.kept == () and cut.removed[0].start == 0 and cut.removed[-1].end == len(log)
+    assert plan.new_log_end == BASE
+
+
+# --------------------------------------------------------------------------- verify's boundaries
+
+
+def test_verify_txnindex_entry_ending_exactly_at_the_segment_base(tmp_path: Path, impl: str) -> None:
+    """§9: the load-time check wants ``lastOffset >= baseOffset``: an ABORT marker that is the
+    first batch of a segment (its transaction began in the segment before) is indexed there with
+    lastOffset = the base, and is fine; one below the base is not."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    log = txn_log()  # producer 7: data 0-2, ABORT 3; producer 8: data 4-5, ABORT 6
+    first, second = log[: _abort_start(log)], log[_abort_start(log) :]
+    (part / f"{seg(0)}.log").write_bytes(first)
+    (part / f"{seg(0)}.index").write_bytes(b"")
+    (part / f"{seg(3)}.log").write_bytes(second)
+    (part / f"{seg(3)}.index").write_bytes(b"")
+    # lastStableOffset 4: the first offset after the marker, no other transaction open (§9)
+    (part / f"{seg(3)}.txnindex").write_bytes(encode_txn_index([AbortedTxn(0, 7, 0, 3, 4), AbortedTxn(0, 8, 4, 6, 7)]))
+    assert findings(part) == []
+    (part / f"{seg(3)}.txnindex").write_bytes(encode_txn_index([AbortedTxn(0, 7, 0, 2, 3), AbortedTxn(0, 8, 4, 6, 7)]))
+    assert [(f.kind, f.position) for f in findings(part)] == [("txnindex_below_base", 0)]
+
+
+def _abort_start(log: bytes) -> int:
+    """Position of producer 7's ABORT marker (offset 3) in txn_log()."""
+    return next(b.position for b, _ in SegmentWalker(log) if b.offset == 3)
