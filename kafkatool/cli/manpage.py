@@ -1345,69 +1345,147 @@ _REINDEX_EXAMPLES = _join(
 
 _TRUNCATE_PLAN = _join(
     para(
-        "Without `--execute` nothing is written, no lock is taken and no backup is made. For every partition "
-        "that needs a change, `--format text` prints a block on standard output: a header line "
-        "`<partition dir>: <n> segments checked`, then one line per change:"
+        "*The cut.* It is the broker's (`LogSegment.recover` and `LogLoader.recoverLog`), decided batch by "
+        "batch: (1) the first entry whose size is below 14, whose size runs past the end of the file, that is "
+        "a tail of at most 17 bytes, or whose CRC is wrong: the cut is at its start; (2) a control batch of a "
+        "producer (producerId > -1) whose first record is not a readable COMMIT/ABORT marker (a key shorter "
+        "than 4 bytes or with a negative version, a value shorter than 6 bytes or with a negative version, a "
+        "record that cannot be read): recovery has already counted it when reading the marker throws, so it "
+        "keeps that batch and cuts right after it; (3) a batch whose offset index entry would not be larger "
+        "than the previous one (offsets going backwards where an entry is due; between entries nothing is "
+        "checked): recovery throws InvalidOffsetException and the loader truncates the segment to its base "
+        "offset, which empties it (or cuts where its partly rebuilt index already points at the base offset). "
+        "Record bodies are not checked (recovery does not check them either). As after an unclean shutdown, "
+        "every later segment of the partition goes too. A zero-filled tail (a preallocated segment after an "
+        "unclean shutdown) is recognised at memory speed: holes are skipped with `SEEK_DATA` and data is "
+        "compared against zeros 1 MiB at a time."
+    ),
+    para(
+        "*Refusals.* Where recovery does not cut but splits the segment or fails to load the log, nothing of "
+        "the partition is changed and the reason is printed (`refused`), exit status 2: a batch whose last "
+        "offset the segment cannot hold (below its base offset, or more than 2147483647 above it; the broker "
+        "splits a segment whose last batch overflows and fails to load it otherwise); a control record of a "
+        "producer that is not COMMIT/ABORT, or has no key or no value (the load fails; `--keep-valid-after` "
+        "removes just that batch); a full index; a segment or a file truncate would read, replace or move that "
+        "is a symbolic link, a FIFO or another non-regular file; a stale journal (see *SAFETY*); and, with "
+        "`--execute`, a partition whose files changed between the plan and the lock (a broker appended: run "
+        "again). The other partitions go on."
+    ),
+    para(
+        "*--keep-valid-after.* Only what recovery refuses is removed: a bad region, a batch with a malformed "
+        "marker, a batch whose offsets go backwards at an index entry. After a region that cannot be framed, "
+        "the next entry with a valid CRC is found by resynchronising, and a candidate is kept only when it "
+        "fits: inside a damaged batch whose declared size leads to a valid batch, CRC-valid batches are record "
+        "content (a record value holding Kafka batches) unless they lead there themselves (then the size field "
+        "was the damage); of the candidate runs, those kept form the sequence holding the most bytes whose "
+        "offsets increase from the last batch kept before the damage. The others are reported (`reject`) "
+        "and removed with the region. Later segments stay."
+    ),
+    para(
+        "*Targets.* As for `kafkatool reindex`: a file named on the command line must be `<20-digit base "
+        "offset>.log` (or its `.index`, `.timeindex`, `.txnindex`), anything else is refused with exit status "
+        "2, as is a path with no segment in it at all (`no Kafka segment found`); directories are searched "
+        "recursively (a partition dir, a log dir, a directory of log dirs); a named symbolic link is resolved, "
+        "so a symlinked partition dir is locked and switched in its real log dir; kafkatool's backup dirs and "
+        "`-delete`/`-future`/`-stray` partition dirs below a named directory are skipped (unless "
+        "`--allow-transitional`). A directory or a "
+        "segment that cannot be read is reported on standard error (naming it and the system's reason) and the "
+        "others are planned; the exit status is then 2."
+    ),
+    para(
+        "Without `--execute` nothing is written, no lock is taken and no backup is made; a warning on standard "
+        "error names the process (PID) holding `<log dir>/.lock` when one does. For every partition that needs "
+        "a change or is refused, `--format text` prints a block on standard output (one line per item, never "
+        "wrapped): a header line `<partition dir>: <n> segment(s) checked`, then:"
     ),
     tagged([
+        ("refused", "Nothing of this partition is changed, and why (see *Refusals*)."),
         ("cut", "`<segment>: <old> -> <new> bytes, <n> batches (offsets <first>-<last> kept), new next offset <o>`."),
         ("remove", "`<segment> bytes [<start>, <end>) (<n> bytes): <reason>`: a byte range that leaves the `.log` for the backup, with the first problem found in it; or a `.kafkatool-tmp` file or a staging directory of an interrupted run."),
-        ("discard", "How many intact batches (found by resynchronising past the bad bytes) lie in the removed tail, and their offsets: the data the broker's recovery would drop; `--keep-valid-after` keeps them."),
-        ("gap", "With `--keep-valid-after`: the offsets missing between the kept batches around a removed region."),
-        ("rewrite", "A file replaced whole: the cut segment's `.index` and `.timeindex` (rebuilt as `kafkatool reindex` does), a `.txnindex` without the aborted transactions whose lastOffset is at or above the new log end, the `leader-epoch-checkpoint` without the entries starting at or above it."),
+        ("reject", "With `--keep-valid-after`: CRC-valid batches found inside a removed region that are not kept, their offsets and why."),
+        ("discard", "How many intact batches (found by resynchronising past the bad bytes, fitting the offsets) lie in the removed tail, and their offsets: the data the broker's recovery would drop; `--keep-valid-after` keeps them."),
+        ("gap", "With `--keep-valid-after`: the offset (or offsets) missing between the kept batches around a removed region."),
+        ("create", "A file written where there was none: the cut segment's `.index` or `.timeindex`, with its size."),
+        ("rewrite", "A file replaced whole, `<old> -> <new> bytes`: the cut segment's `.index` and `.timeindex` (rebuilt as `kafkatool reindex --all` does), a `.txnindex` without the aborted transactions whose lastOffset is at or above the new log end, the `leader-epoch-checkpoint` without the entries starting at or above it."),
         ("move", "A file moved into the backup: every file of a segment after the cut one, and every producer `.snapshot` above the new log end."),
         ("log end", "The partition's log end offset after the change."),
         ("note", "A dependent file that cannot be read and is left unchanged, or an interrupted run to complete."),
     ]),
     para(
-        "After `--execute` each block ends with a `done` line. `--format jsonl` prints one `truncate_partition` "
-        "object per partition (`partition_dir`, `keep_valid_after`, `segments` with `removed` and `kept` byte "
-        "ranges, `batches_kept`, `first_offset`, `last_offset`, `next_offset`, `batches_discarded`, "
-        "`discarded_offsets`, `offset_gaps`; `rewrites`, `moves`, `new_log_end`, `notes`, `leftovers`, "
-        "`staging_leftovers`, `needs_changes`, and after `--execute` `written`, `moved`, `backup_dir`, `method`, `verified`) and a final "
-        "`truncate_summary` object."
-    ),
-    para(
-        "The cut is the broker's (`LogSegment.recover`): the first entry whose size is below 14, whose size "
-        "runs past the end of the file, that is a tail of at most 17 bytes, whose CRC is wrong, or whose "
-        "offsets the segment cannot hold. Record bodies are not checked (recovery does not check them either). "
-        "As after an unclean shutdown, every later segment of the partition goes too."
+        "After `--execute` each block ends with a `done` line (or `refused`). `--format jsonl` prints compact "
+        "JSON, Kafka's camelCase keys: a `truncate_problem` object per target problem (`path`, `kind`, "
+        "`message`); one `truncate_partition` object per partition (`partitionDir`, `keepValidAfter`, "
+        "`segmentsChecked`, `segments` with `segment`, `baseOffset`, `oldSize`, `newSize`, `batchesKept`, "
+        "`firstOffset`, `lastOffset`, `nextOffset`, `removed` and `kept` byte ranges, `rejected`, "
+        "`batchesDiscarded`, `discardedOffsets`, `offsetGaps`; `rewrites` (`action`: `create` or `rewrite`), "
+        "`moves`, `newLogEnd`, `notes`, `leftovers`, `interruptedJournal`, `stagingLeftovers`, `refusals` "
+        "(`path`, `position`, `reason`), `needsChanges`, and after `--execute` `written`, `moved`, `removed`, "
+        "`backupDir`, `completedInterruptedRun`, `method`, `verified`) and a final `truncate_summary` object "
+        "(`execute`, `partitions`, `needingChanges`, `changed`, `refused`, `unreadable`, `bytesRemoved`, "
+        "`backupDirs`, `seconds`). A one-line summary goes to standard error unless `--quiet`. File names that "
+        "are not UTF-8 are written as their own bytes in text, as `\\udcXX` escapes in JSON."
     ),
 )
 
 _TRUNCATE_SAFETY = _join(
     para(
-        "*Lock.* As for `kafkatool reindex`: a POSIX `fcntl` lock on `<log dir>/.lock`, refused with exit "
-        "status 2 when a live broker holds it; `--force` skips the check, only for a copy known to be offline. "
-        "Partition directories named `*-delete`, `*-future` or `*-stray` need `--allow-transitional`."
+        "*Lock.* As for `kafkatool reindex`: a POSIX `fcntl` lock on `<log dir>/.lock` (the real log dir of a "
+        "symlinked partition dir), refused with exit status 2, naming the process, when a live broker holds it; "
+        "`--force` skips the check, only for a copy known to be offline. Partition directories named "
+        "`*-delete`, `*-future` or `*-stray` need `--allow-transitional`."
     ),
     para(
         "*Nothing is lost.* Before anything changes, every removed byte range of a `.log` is written and fsynced "
         "to `<backup>/<partition dir>/<segment>.log.<start>-<end>.bytes`, every rewritten file is copied whole, "
-        "and `MANIFEST.json` lists each range (original file, start, end, sha256) and file. Files removed from "
-        "the partition are put into the backup before the switch, not deleted (a `.log` as a hard link when the "
-        "backup is on the same file system, anything else as a copy)."
+        "and `MANIFEST.json` lists each range and file with the sha256 of the whole original and of the result. "
+        "Files removed from the partition are put into the backup before the switch, not deleted (a `.log` as a "
+        "hard link when the backup is on the same file system, anything else as a copy)."
     ),
     para(
         "*Crash safety.* As for `kafkatool reindex`: the new partition directory is built beside the old one as "
         "a staging directory named like a partition being deleted (the cut `.log` written from its kept byte "
         "ranges, the other small files fresh, unchanged `.log` files hard-linked last) and switched with one "
         "`renameat2(RENAME_EXCHANGE)`: a crash leaves the old state or the new one, never a mix, and the next "
-        "run removes a leftover staging directory. Where the exchange is impossible, new files are written "
-        "beside the old ones as `<name>.kafkatool-tmp` and fsynced; the journal "
-        "`kafkatool-truncate.kafkatool-journal` is then written in the partition directory (the commit point); "
-        "the renames and moves follow; the journal is removed. A crash before the commit leaves the old files "
-        "(the next run deletes the temporary files); after it, the next run completes the journal. "
-        "After writing, the result is walked again and planned again: a second run is a no-op."
+        "run removes a leftover staging directory. After writing, the result is walked again and planned "
+        "again: a second run is a no-op."
+    ),
+    para(
+        "*The journal.* Where the exchange is impossible (a subdirectory or another non-regular file in the "
+        "partition directory, a file system without it, `KAFKATOOL_NO_EXCHANGE` set), new files are written "
+        "beside the old ones as `<name>.kafkatool-tmp` (created new, never through an existing name, with the "
+        "owner and mode of the file they replace) and fsynced; the journal "
+        "`kafkatool-truncate.kafkatool-journal` is then written in the partition directory (the commit "
+        "point), recording the size, mtime and inode (and the sha256 of files up to 16 MiB) of every file it "
+        "will replace or move and of every temp file; the renames and moves follow; the journal is removed. A "
+        "crash before the commit leaves the old files (the next run deletes the temp files); after it the "
+        "partition is a mix of old and new files until the next `kafkatool truncate --execute` completes the "
+        "journal: start no broker before. If one did start and changed a file the journal still has to replace "
+        "or move (appended to the active segment, recovered it, created an index), completing the journal "
+        "would move or overwrite what it wrote: truncate refuses (exit status 2), naming the file and what "
+        "changed, and prints the way out: remove the journal and its temp files (the `rm` command is printed) "
+        "and run truncate again, which plans afresh from what is on disk; the earlier backup keeps what the "
+        "interrupted run removed. A journal with nothing left to do is removed whatever happened since."
+    ),
+    para(
+        "*Full disk, Ctrl-C.* A write error (a full disk, a read-only file system) names the file; the "
+        "partition is left as it was (a partial staging dir or temp file is removed). Ctrl-C while planning "
+        "prints one line; during `--execute` it prints the state of every partition dir the run meant to "
+        "change: `done`, `untouched`, `refused`, or interrupted and `unchanged (the old state, complete)`, "
+        "`changed (the new state, complete)` or `committed but not complete` (a journal the next `kafkatool "
+        "truncate --execute` completes), with the staging dir or temp files left over. The exit status is then "
+        "130."
     ),
 )
 
 _TRUNCATE_RESTORE = _join(
     para(
-        "Stop the broker, then run `RESTORE.txt` with a shell. It splices every removed byte range back into "
-        "its `.log` at its original position (a short embedded Python program that refuses a file of an "
-        "unexpected size), then copies the rewritten and moved files back. Running it twice is harmless."
+        "Stop the broker, then run `kafkatool restore <backup dir>` (a plan; `--execute` puts everything back "
+        "and checks each file's sha256 before and after), or, without kafkatool, run `RESTORE.txt` with a "
+        "shell. It splices every removed byte range back into its `.log` at its original position (a short "
+        "embedded Python program that refuses a file of an unexpected size), then copies the rewritten and "
+        "moved files back. Running it twice is harmless."
     ),
+    example("kafkatool restore --execute /var/lib/kafka/kafkatool-backup-data-20250101T120000000000Z"),
     example("sh -e /var/lib/kafka/kafkatool-backup-data-20250101T120000000000Z/RESTORE.txt"),
 )
 
@@ -1415,6 +1493,7 @@ _TRUNCATE_EXAMPLES = _join(
     example("kafkatool truncate /var/lib/kafka/data/orders-3", "See what recovery would cut (exit status 1 if anything):"),
     example("kafkatool truncate --execute /var/lib/kafka/data", "With the broker stopped, cut every damaged partition of a log dir:"),
     example("kafkatool truncate --keep-valid-after --execute /var/lib/kafka/data/orders-3", "Remove only a poisoned batch and keep everything after it:"),
+    example("kafkatool truncate --format jsonl /var/lib/kafka/data | jq -c 'select(.type==\"truncate_partition\" and .needsChanges) | {partitionDir, newLogEnd}'", "For a script:"),
 )
 
 
@@ -1448,7 +1527,7 @@ EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
         ("PLAN OUTPUT", _TRUNCATE_PLAN),
         ("SAFETY", _TRUNCATE_SAFETY),
         ("RESTORING FROM THE BACKUP", _TRUNCATE_RESTORE),
-        ("EXIT STATUS", lambda command: exit_status({0: "Nothing to change (dry run), or the changes were applied and re-verified.", 1: "Dry run: changes are needed.", 2: "Bad usage, an I/O error, or a refusal: a live broker holds the log dir, or a transitional directory without `--allow-transitional`."})),
+        ("EXIT STATUS", lambda command: exit_status({0: "Nothing to change (dry run), or the changes were applied and re-verified.", 1: "Dry run: changes are needed.", 2: "Bad usage (a file that is not a segment, a path that does not exist), nothing Kafka in the paths, a directory or segment that could not be read (the others are still planned), an I/O error (a full disk), or a refusal: a live broker holds the log dir, a transitional directory without `--allow-transitional`, a segment the broker's recovery would split or fail to load, a non-regular file, a stale journal, a partition that changed since it was planned.", 130: "Interrupted (Ctrl-C); the state of each partition dir is printed."})),
         ("EXAMPLES", _TRUNCATE_EXAMPLES),
     ],
 }
