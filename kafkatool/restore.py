@@ -112,10 +112,13 @@ class RestorePlan:
     problems: tuple[RestoreError, ...]
     """Each names its file; a plan with problems is refused whole (nothing is written)."""
     notes: tuple[str, ...] = ()
+    leftovers: tuple[str, ...] = ()
+    """Uncommitted temp files and staging dirs interrupted kafkatool runs left (never a committed
+    journal's): removed by :func:`apply_restore`, so the partition dir is the original and nothing else."""
 
     @property
     def needs_changes(self) -> bool:
-        return any(f.needs_changes for f in self.files)
+        return bool(self.leftovers) or any(f.needs_changes for f in self.files)
 
     @property
     def partition_dirs(self) -> tuple[str, ...]:
@@ -288,14 +291,18 @@ def plan_restore(backup_dir: str, log_dirs: dict[str, str] | None = None,
         for step in steps:
             problems.extend(_check_backup(manifest.root, step, backup_hashes))
         files.append(FileRestore(log_dir, rel, now, tuple(steps), chain[0].original))
-    for part in dict.fromkeys(os.path.dirname(f.target) for f in files if f.needs_changes):
+    # a committed journal: the partition dir may be a mix of two states, and that run's next
+    # --execute would move files again after the restore; whether or not a file differs now
+    leftovers: list[str] = []
+    for part in dict.fromkeys(os.path.dirname(f.target) for f in files):
         for path, what in find_pending_state(part):
             if what.startswith(("truncate journal", "reindex journal", "journal", "pending temp file")):
                 problems.append(RestoreError(
-                    f"{what}; complete or undo that run first (the partition dir is a mix of two states)", path=path))
-            elif what.startswith("staging dir"):
-                notes.append(f"{path}: {what} (left in place; the next reindex or truncate --execute removes it)")
-    return RestorePlan(manifest.root, manifest, mapping, tuple(files), tuple(problems), tuple(notes))
+                    f"{what}; complete that run first (run its --execute again), then restore", path=path))
+            elif what.startswith(("temp file", "staging dir")):
+                leftovers.append(path)  # uncommitted: the partition's files do not depend on it
+    return RestorePlan(manifest.root, manifest, mapping, tuple(files), tuple(problems), tuple(notes),
+                       tuple(dict.fromkeys(leftovers)))
 
 
 def _describe_state(state: FileState | None) -> str:
@@ -468,6 +475,20 @@ def apply_restore(plan: RestorePlan) -> RestoreReport:
     """
     if plan.problems:
         raise plan.problems[0]
+    from kafkatool.repair import is_staging_dir, remove_staging_dirs
+
+    removed = remove_staging_dirs([p for p in plan.leftovers if is_staging_dir(p)])
+    for p in plan.leftovers:
+        if p in removed:
+            continue
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise write_error(e, p, "remove") from None
+        fsync_dir(os.path.dirname(p))
+        fault_point("after removing a leftover")
     todo = sorted(((step, f) for f in plan.files for step in f.steps), key=lambda sf: -sf[0].entry.seq)
     not_owned: list[str] = []
     for step, f in todo:
@@ -488,7 +509,11 @@ def apply_restore(plan: RestorePlan) -> RestoreReport:
 
 def log_dirs_to_lock(plan: RestorePlan) -> tuple[str, ...]:
     """The log dirs whose ``.lock`` an ``--execute`` must hold: those of the files to restore."""
-    return tuple(dict.fromkeys(f.log_dir for f in plan.files if f.needs_changes))
+    from kafkatool.repair import is_staging_dir
+
+    dirs = [f.log_dir for f in plan.files if f.needs_changes]
+    dirs += [os.path.dirname(p) if is_staging_dir(p) else os.path.dirname(os.path.dirname(p)) for p in plan.leftovers]
+    return tuple(dict.fromkeys(dirs))
 
 
 def iter_steps(plan: RestorePlan) -> Iterable[tuple[FileRestore, RestoreStep]]:

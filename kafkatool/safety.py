@@ -593,6 +593,10 @@ class Backup:
         self._subdirs: dict[str, int] = {}
         self._others: tuple[list[BackupEntry], list[dict], dict] | None = None  # other runs' part of the manifest
         self._written: tuple[int, ...] | None = None  # (dev, ino, size, mtime) of the manifest this object wrote last
+        self._lock_depth = 0
+        self._batching = 0
+        self._dirty = False
+        self._unsynced: set[str] = set()
 
     # ------------------------------------------------------------------ the directory
 
@@ -710,17 +714,56 @@ class Backup:
 
     @contextlib.contextmanager
     def _locked(self):
-        """An exclusive flock on the backup dir, with the other runs' part of the manifest loaded."""
+        """An exclusive flock on the backup dir, with the other runs' part of the manifest loaded
+        (re-entrant: a :meth:`batch` holds it for its whole block)."""
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
         root = self._root_fd()
         try:
             fcntl.flock(root, fcntl.LOCK_EX)
         except OSError as e:
             raise write_error(e, self.root, "lock") from None
+        self._lock_depth = 1
         try:
             self._load_others(root)
             yield
         finally:
+            self._lock_depth = 0
             fcntl.flock(root, fcntl.LOCK_UN)
+
+    @contextlib.contextmanager
+    def batch(self):
+        """Save several files, publishing MANIFEST.json, RESTORE.txt and SHA256SUMS once at the end
+        of the block instead of after every file (one manifest write, not one per file: the
+        manifest grows with the files, so per-file writes cost O(n^2)).
+
+        The caller must not remove or replace anything the block backs up before the block ends:
+        until then the manifest on disk does not cover those files. The backup dir's flock is held
+        for the block, so a concurrent run's backup waits (and no name this run reserves can be
+        taken meanwhile). If the block raises, what was saved completely is still published (best
+        effort) and the error propagates.
+        """
+        with self._locked():
+            self._batching += 1
+            failed = False
+            try:
+                yield self
+            except BaseException:
+                failed = True
+                raise
+            finally:
+                self._batching -= 1
+                if not self._batching and self._dirty:
+                    try:
+                        self._publish()
+                    except Exception:
+                        if not failed:
+                            raise
 
     def _load_others(self, root: int) -> None:
         try:
@@ -742,11 +785,15 @@ class Backup:
                         [r for r in parsed.runs if r.get("run") != self.run], {"created": top.get("created")})
 
     def _record(self, entry: BackupEntry) -> BackupEntry:
-        """Add ``entry`` (the caller holds :meth:`_locked`) and publish the three index files."""
+        """Add ``entry`` (the caller holds :meth:`_locked`) and publish the three index files
+        (at the end of a :meth:`batch`)."""
         others = self._others[0] if self._others else []
         entry.seq = max([e.seq for e in others] + [e.seq for e in self.entries] + [0]) + 1
         entry.run, entry.tool = self.run, self.tool
         self.entries.append(entry)
+        if self._batching:
+            self._dirty = True
+            return entry
         try:
             self._publish()
         except BaseException:
@@ -761,6 +808,10 @@ class Backup:
 
     def _publish(self) -> None:
         root = self._root_fd()
+        for part in sorted(self._unsynced):  # the names of the files saved in a batch
+            fsync_dir(part, dir_fd=root)
+        self._unsynced.clear()
+        self._dirty = False
         entries = self.all_entries()
         other_runs = self._others[1] if self._others else []
         created = (self._others[2].get("created") if self._others else None) or self.started
@@ -839,7 +890,10 @@ class Backup:
                 fsync_fd(fd, where)
             finally:
                 os.close(fd)
-            fsync_dir(part, dir_fd=self._root_fd())
+            if self._batching:
+                self._unsynced.add(part)  # once, before the manifest names the file
+            else:
+                fsync_dir(part, dir_fd=self._root_fd())
         except BaseException:
             self._discard(sub, chosen)
             raise
@@ -1034,6 +1088,14 @@ put_back() {  # BACKUP_FILE TARGET ORIGINAL_SHA256 LEFT_SHA256 (what kafkatool l
   mv -f "$2.kafkatool-tmp" "$2"
   echo "restored $2"
 }
+settle() {  # DIR: refuse a journal an interrupted kafkatool run committed; remove its uncommitted temp files
+  for j in "$1"/*.kafkatool-journal; do
+    if [ -e "$j" ]; then echo "refusing: $j: an interrupted kafkatool run committed this journal; run its --execute again first" >&2; exit 1; fi
+  done
+  for t in "$1"/*.kafkatool-tmp; do
+    if [ -e "$t" ]; then rm -f "$t"; echo "removed $t (left by an interrupted kafkatool run)"; fi
+  done
+}
 drop() {  # TARGET CREATED_SHA256: remove a file kafkatool created
   now=$(sum_of "$1")
   if [ "$now" = absent ]; then return 0; fi
@@ -1069,6 +1131,8 @@ def render_restore_script(root: str, entries: Sequence[BackupEntry]) -> bytes:
         "# Newest change first: each step checks the sha256 of the file it replaces and refuses a file",
         "# that is neither the original nor what kafkatool left; removed byte ranges are spliced back",
         "# into their .log by a short embedded Python program; owners and modes are restored.",
+        "# (kafkatool restore checks every file before it writes any; this script checks each file",
+        "# just before it writes it, so a refusal can leave earlier steps done: fix, then run it again.)",
         "# Moved mount or backup: LOG_DIR=/new/log/dir BACKUP=/new/backup/dir sh -e RESTORE.txt",
         "# Check the originals afterwards from the log dir:  cd \"$LOG_DIR\" && sha256sum -c \"$BACKUP/SHA256SUMS\"",
         "set -e",
@@ -1077,6 +1141,8 @@ def render_restore_script(root: str, entries: Sequence[BackupEntry]) -> bytes:
         "KAFKATOOL_SPLICE=" + q(_SPLICE.strip() + "\n"),
         _SHELL_FUNCTIONS.rstrip("\n"),
     ]
+    for log_dir, part in dict.fromkeys((e.log_dir, os.path.dirname(e.path)) for e in entries):
+        lines.append(f'settle "${variables[log_dir]}"/{q(part)}')
     for e in sorted(entries, key=lambda e: -e.seq):
         target = f'"${variables[e.log_dir]}"/{q(e.path)}'
         left = "absent" if e.result is None else e.result.sha256

@@ -533,6 +533,12 @@ def main(argv: list[str] | None = None) -> int:
 
 #: Descriptions of positional arguments (Click arguments carry no help), by command then name.
 ARGUMENT_HELP: dict[str, dict[str, str]] = {
+    "restore": {
+        "backup_dir": (
+            "A backup directory written by `kafkatool reindex --execute` or `kafkatool truncate --execute` "
+            "(it holds `MANIFEST.json`), wherever it is now."
+        ),
+    },
     "reindex": {
         "paths": (
             "Segments (`.log`, or one of its `.index`, `.timeindex`, `.txnindex`), partition directories, "
@@ -1529,6 +1535,82 @@ EXTRA_SECTIONS: dict[str, list[tuple[str, SectionBody]]] = {
         ("RESTORING FROM THE BACKUP", _TRUNCATE_RESTORE),
         ("EXIT STATUS", lambda command: exit_status({0: "Nothing to change (dry run), or the changes were applied and re-verified.", 1: "Dry run: changes are needed.", 2: "Bad usage (a file that is not a segment, a path that does not exist), nothing Kafka in the paths, a directory or segment that could not be read (the others are still planned), an I/O error (a full disk), or a refusal: a live broker holds the log dir, a transitional directory without `--allow-transitional`, a segment the broker's recovery would split or fail to load, a non-regular file, a stale journal, a partition that changed since it was planned.", 130: "Interrupted (Ctrl-C); the state of each partition dir is printed."})),
         ("EXAMPLES", _TRUNCATE_EXAMPLES),
+    ],
+    "restore": [
+        ("THE BACKUP DIRECTORY", _join(
+            para(
+                "`kafkatool reindex --execute` and `kafkatool truncate --execute` write, before anything in the log "
+                "dir changes, every original into a backup directory (mode 0700; each file keeps the original's "
+                "owner, mode and modification time): `<partition dir>/<file>` for a whole file, "
+                "`<partition dir>/<segment>.log.<start>-<end>.bytes` for a byte range removed from a `.log`. Beside "
+                "them:"
+            ),
+            tagged([
+                ("MANIFEST.json", "Format 2: one entry per change (`seq`, `run`, `tool`, `action` `cut`, `rewritten`, "
+                 "`created`, `moved` or `removed`, `logDir`, `path` relative to the log dir, `original` and `result` "
+                 "each with the whole file's `size` and `sha256`, the original also with `mode`, `uid`, `gid`, "
+                 "`mtimeNs`; `backupFile`, or `pieces` with `start`, `end`, `file`, `sha256`). Compact JSON, one "
+                 "entry per line; names that are not UTF-8 are kept as `\\udcXX` escapes."),
+                ("SHA256SUMS", "The sha256 of every original, paths relative to the log dir: "
+                 "`cd <log dir> && sha256sum -c <backup dir>/SHA256SUMS` (absolute paths when the backup covers "
+                 "several log dirs)."),
+                ("RESTORE.txt", "The same restore without kafkatool: `sh -e RESTORE.txt` (`LOG_DIR=` and `BACKUP=` "
+                 "when the log dir or the backup moved). It checks each file's sha256 just before it writes it, "
+                 "where `kafkatool restore` checks every file before it writes any."),
+            ]),
+            para(
+                "Several runs and several partitions may share one backup directory: each run adds its entries "
+                "under an exclusive lock of the directory and never overwrites a file there. When one file was "
+                "changed by several runs, its entries form a chain (original, result of the first run = original "
+                "of the second, ...) that a restore undoes newest first."
+            ),
+        )),
+        ("OUTPUT", _join(
+            para(
+                "`--format text` prints, for every file that needs restoring, a line `<path>:` and one line per "
+                "step: `splice` (removed byte ranges back into a cut `.log`), `copy` (a whole original back), "
+                "`remove` (a file the command created); after `--execute` a `done` line. A `remove` block names a "
+                "temporary file or staging directory an interrupted run left before its commit point."
+            ),
+            para(
+                "`--format jsonl` prints one compact `restore_file` object per file of the backup (`path`, "
+                "`logDir`, `relativePath`, `needsChanges`, `steps` with `action`, `entry`, `run`, `tool`, "
+                "`undoes`, `backupFiles`; `original`; after `--execute` `restored`) and a final `restore_summary` "
+                "(`backupDir`, `execute`, `files`, `needingChanges`, `restored`, `logDirs`, `leftovers`, `notes`, "
+                "`seconds`). A summary goes to standard error unless `--quiet`."
+            ),
+        )),
+        ("SAFETY", para(
+            "Before anything is written, every file is compared with the manifest: it must be the original, or "
+            "what a recorded run left there (then that run is undone), or the original of a run that never "
+            "switched the partition (then that entry is skipped). A file that is none of these (a broker wrote to "
+            "it since), a backup file that does not match its sha256, a missing partition directory or a "
+            "committed journal of an interrupted run is refused, each with its file named, and nothing is written.",
+            "With `--execute`, the `.lock` of every log dir concerned is taken as `kafkatool reindex` takes it "
+            "(refused, naming the process holding it, while a broker runs; `--force` skips the check, only for a "
+            "copy known to be offline), and the files are checked again under the lock. Each file is rebuilt "
+            "beside its target as `<name>.kafkatool-tmp`, checked against the original's sha256, given the "
+            "original's owner (when running as root), mode and modification time, fsynced and renamed into "
+            "place; the directory is fsynced. Afterwards every restored file is hashed again. A restore killed "
+            "at any point leaves each file at some state of its chain: running it again finishes the job, and "
+            "a second run of a complete restore changes nothing.",
+        )),
+        ("EXIT STATUS", lambda command: exit_status({
+            0: "Every file is the original (dry run), or everything was put back and verified.",
+            1: "Dry run: files need restoring.",
+            2: "Bad usage, an I/O error (named), or a refusal: a file changed since the backup, a damaged or "
+               "missing backup file, a pending journal, a live broker holding the log dir.",
+        })),
+        ("EXAMPLES", _join(
+            example("kafkatool restore /var/lib/kafka/kafkatool-backup-data-20250101T120000000000Z",
+                    "See what would be put back (exit status 1 if anything):"),
+            example("kafkatool restore --execute /var/lib/kafka/kafkatool-backup-data-20250101T120000000000Z",
+                    "With the broker stopped, put everything back:"),
+            example("kafkatool restore --execute --log-dir /mnt/disk2/kafka /backups/kafkatool-backup-data-20250101T120000000000Z",
+                    "The log dir's disk is now mounted elsewhere:"),
+            example("cd /var/lib/kafka/data && sha256sum -c /var/lib/kafka/kafkatool-backup-data-20250101T120000000000Z/SHA256SUMS",
+                    "Check the originals with coreutils alone:"),
+        )),
     ],
 }
 

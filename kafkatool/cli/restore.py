@@ -67,7 +67,7 @@ def file_object(f, restored: bool | None = None) -> dict:
 @click.argument("backup_dir", type=click.Path(exists=True, file_okay=False, path_type=str))
 @click.option("--execute", is_flag=True, help="Put the originals back. Without it, print the plan and change nothing (exit status 1 when files need restoring).")
 @click.option("--log-dir", "log_dirs", multiple=True, metavar="[OLD=]NEW",
-              help="Restore into NEW instead of the log dir recorded in the backup (the mount moved). OLD=NEW when the backup covers several log dirs; repeatable.")
+              help="Restore into NEW instead of the log dir recorded in the backup (the mount moved). OLD=NEW when the backup covers several log dirs.")
 @click.option("--force", is_flag=True, help="Skip the .lock check. Only for a copy you know no broker is using.")
 @click.option("--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True,
               help="text: one block per file that needs restoring; jsonl: one JSON object per file of the backup and a final summary.")
@@ -130,6 +130,7 @@ def restore(backup_dir, execute, log_dirs, force, fmt, quiet) -> None:
             "needingChanges": len(needing),
             "restored": len(done),
             "logDirs": dict(plan.log_dirs),
+            "leftovers": list(plan.leftovers),
             "notes": list(plan.notes),
             "seconds": round(time.time() - started, 3),
         }) + "\n")
@@ -138,6 +139,8 @@ def restore(backup_dir, execute, log_dirs, force, fmt, quiet) -> None:
             out.write("\n".join(file_lines(f)) + "\n")
             if f.target in done:
                 out.write("  done      the original is back (sha256 verified)\n")
+        for p in plan.leftovers:
+            out.write(f"{p}:\n  remove    left by an interrupted kafkatool run before its commit point\n")
         for n in plan.notes:
             out.write(f"note: {n}\n")
     out.flush()
@@ -151,9 +154,11 @@ def restore(backup_dir, execute, log_dirs, force, fmt, quiet) -> None:
         else:
             msg = (f"restore (dry run): {plural(len(plan.files), 'file')} in {plan.backup_dir}: {len(needing)} to put back, "
                    f"{already} already the original")
-            if needing:
+            if plan.leftovers:
+                msg += f", {plural(len(plan.leftovers), 'leftover')} of interrupted runs to remove"
+            if plan.needs_changes:
                 msg += "; stop the broker, then run again with --execute"
         sys.stderr.write(msg + "\n")
-    if not execute and needing:
+    if not execute and plan.needs_changes:
         sys.exit(ExitCode.FINDINGS)
     sys.exit(ExitCode.OK)
