@@ -189,6 +189,26 @@ def test_version_says_whether_the_accelerator_is_in_use() -> None:
     )
 
 
+def test_version_says_why_when_the_extension_did_not_build() -> None:
+    code = textwrap.dedent(
+        """
+        import importlib.abc, sys
+
+        class NotBuilt(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name == "kafkatool.record._speedups":
+                    raise ImportError("No module named 'kafkatool.record._speedups'")
+
+        sys.meta_path.insert(0, NotBuilt())
+        from kafkatool.cli.main import main
+        main(["--version"])
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=_env(), capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "(compiled accelerator: no, not built (No module named 'kafkatool.record._speedups'); Python " in result.stdout
+
+
 def test_pure_python_switch_reaches_every_fast_path() -> None:
     """Every module with a compiled path takes the pure-Python one under KAFKATOOL_PURE_PYTHON=1,
     and no module imports the extension but the loader."""
