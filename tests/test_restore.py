@@ -270,7 +270,8 @@ class Scene:
 
 # the commands' modules imported here once, not in every forked child
 for _command in ("truncate", "restore"):
-    cli.commands[_command]
+    if _command in cli.commands:
+        cli.commands[_command]
 
 
 @pytest.mark.parametrize("journal", [False, True], ids=["exchange", "journal"])
