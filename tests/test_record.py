@@ -193,3 +193,402 @@ def test_decode_records_garbage_only_our_error(buf, count):
         decode_records(buf, 0, len(buf), count)
     except KafkaToolError as e:
         assert e.position is not None
+
+
+# ---------------------------------------------------------------- streamed records (issue 9: record-count bombs)
+#
+# A batch's records are decoded a chunk at a time from a decompressed stream, so that memory
+# stays flat whatever its record count says. The contract: the chunks joined, or the error,
+# are exactly what one decode of the whole decompressed buffer gives, for every way the
+# stream can be cut; and the C and Python chunk decoders agree on every input.
+
+import itertools  # noqa: E402
+import struct  # noqa: E402
+import zlib  # noqa: E402
+
+from kafkatool.errors import CorruptRecordError  # noqa: E402
+from kafkatool.record import compression as compression_mod  # noqa: E402
+from kafkatool.record import legacy as legacy_mod  # noqa: E402
+from kafkatool.record import v2 as v2_mod  # noqa: E402
+from kafkatool.record.batch import Batch, Record  # noqa: E402
+from kafkatool.record.compression import iter_decompress  # noqa: E402
+from kafkatool.record.legacy import decode_message, encode_legacy, iter_legacy_record_chunks  # noqa: E402
+from kafkatool.record.records import batch_record_chunks, decode_batch_records  # noqa: E402
+from kafkatool.record.v2 import decode_records_part, encode_record, iter_batch_record_chunks  # noqa: E402
+
+try:
+    from kafkatool.record import _speedups
+except ImportError:  # pragma: no cover - depends on the build (CI stops earlier without it)
+    _speedups = None
+
+PART_DECODERS = [pytest.param(decode_records_part, id="python")] + (
+    [pytest.param(_speedups.decode_records_part, id="c")] if _speedups is not None else []
+)
+
+
+def _outcome(fn, *args):
+    try:
+        return ("ok", fn(*args))
+    except KafkaToolError as e:
+        return ("error", type(e), e.message, e.position)
+    except ValueError as e:
+        return ("value", str(e))
+
+
+_record = st.builds(
+    encode_record,
+    st.integers(-70, 70),
+    st.integers(-70, 70) | st.integers(-(2**40), 2**40),
+    st.none() | st.binary(max_size=12),
+    st.none() | st.binary(max_size=12),
+    st.lists(st.tuples(st.binary(max_size=4), st.none() | st.binary(max_size=4)), max_size=2),
+)
+
+
+@st.composite
+def record_bytes(draw):
+    """Valid records, often damaged: a byte flipped, cut short, bytes inserted or appended."""
+    buf = bytearray(b"".join(draw(st.lists(_record, max_size=6))))
+    for _ in range(draw(st.integers(0, 2))):
+        how = draw(st.sampled_from(["flip", "cut", "insert", "append"]))
+        if how == "flip" and buf:
+            buf[draw(st.integers(0, len(buf) - 1))] = draw(st.integers(0, 255))
+        elif how == "cut" and buf:
+            del buf[draw(st.integers(0, len(buf) - 1)) :]
+        elif how == "insert":
+            at = draw(st.integers(0, len(buf)))
+            buf[at:at] = draw(st.binary(min_size=1, max_size=5))
+        else:
+            buf += draw(st.binary(min_size=1, max_size=5))
+    return bytes(buf)
+
+
+@pytest.mark.skipif(_speedups is None, reason="C extension kafkatool.record._speedups is not built")
+@settings(max_examples=200)
+@given(record_bytes(), st.data())
+def test_decode_records_part_c_matches_python(buf, data):
+    pos = data.draw(st.integers(0, len(buf)))
+    end = data.draw(st.integers(pos, len(buf)))
+    limit = data.draw(st.integers(0, 8))
+    budget = data.draw(st.integers(0, 40) | st.just(1 << 40))
+    final = data.draw(st.booleans())
+    expected = _outcome(decode_records_part, buf, pos, end, limit, budget, final)
+    for b in (buf, bytearray(buf), memoryview(buf)):
+        assert _outcome(_speedups.decode_records_part, b, pos, end, limit, budget, final) == expected
+
+
+@pytest.mark.parametrize("part", PART_DECODERS)
+def test_decode_records_part_arguments(part):
+    one = encode_record(0, 0, None, None)
+    assert part(one * 3, 0, 3 * len(one), 2, 1 << 30, True)[1:] == (2 * len(one), 0)
+    assert part(one * 3, 0, 3 * len(one), 9, len(one), True)[1:] == (len(one), 0)  # the budget stops it
+    assert part(b"", 0, 0, 0, 0, True) == ([], 0, 0)
+    for bad in ((b"", 0, 0, -1, 0, True), (b"", 0, 0, 0, -1, True), (b"", 0, 1, 1, 1, True)):
+        with pytest.raises(ValueError):
+            part(*bad)
+
+
+def _v2_batch_model(codec: int = 0, count: int = 0) -> Batch:
+    # the header fields _records reads: offset 100, CreateTime, base timestamp 1000, sequences from 5
+    return Batch(0, 61, 100, 2, 0, codec, 0, 1000, 1000, 7, 0, 5, count, 0, 0)
+
+
+def _whole(buf: bytes, count: int):
+    """The reference: one decode_records call over the whole decompressed stream."""
+    try:
+        return ("ok", v2_mod._records(_v2_batch_model(1, count), decode_records(buf, 0, len(buf), count)))
+    except InvalidRecordError as e:
+        return ("error", InvalidRecordError, f"{e.message} (at byte {e.position} of the decompressed records)", 61)
+
+
+def _streamed(buf: bytes, count: int, cuts: list[int], chunk_records: int, chunk_bytes: int, tail_error=None):
+    pieces = [buf[a:b] for a, b in zip([0, *cuts], [*cuts, len(buf)])]
+
+    def stream():
+        yield from (p for p in pieces if p)
+        if tail_error is not None:
+            raise tail_error
+
+    out: list[Record] = []
+    try:
+        for chunk in v2_mod._stream_records(_v2_batch_model(1, count), stream(), count, chunk_records, chunk_bytes):
+            assert 0 < len(chunk) <= chunk_records
+            out.extend(chunk)
+    except KafkaToolError as e:
+        return ("error", type(e), e.message, e.position)
+    return ("ok", out)
+
+
+@pytest.mark.parametrize("part", PART_DECODERS)
+@settings(max_examples=150)
+@given(record_bytes(), st.data())
+def test_streamed_records_equal_one_decode_however_the_stream_is_cut(part, buf, data):
+    count = data.draw(st.integers(1, 8))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(buf)), max_size=6)))
+    chunk_records = data.draw(st.integers(1, 4))
+    chunk_bytes = data.draw(st.integers(0, 30))
+    original = v2_mod._decode_part
+    v2_mod._decode_part = part
+    try:
+        assert _streamed(buf, count, cuts, chunk_records, chunk_bytes) == _whole(buf, count)
+        # a stream that fails at its end is what is reported, whatever the records hold
+        failing = CompressionError("Failed to decompress record stream (test)")
+        assert _streamed(buf, count, cuts, chunk_records, chunk_bytes, failing)[:3] == (
+            "error", CompressionError, "Failed to decompress record stream (test)"
+        )
+    finally:
+        v2_mod._decode_part = original
+
+
+# Records that read past their own end: a tsd varlong running to the record's end, then the
+# one-byte fast paths of offsetDelta, keyLength, valueLength and headerCount read the 4 bytes
+# after it (so the answer depends on whether those bytes exist: the decoder must wait for them).
+_OVERREADS = [
+    encode_varint(6) + b"\x00" + b"\x80\x80\x80\x80\x00" + b"\x00\x01\x01\x00",  # read 10 of 6 bytes
+    encode_varint(6) + b"\x00" + b"\x80\x80\x80\x80\x00" + b"\x00\x01\x01",  # ends inside the over-read
+    encode_varint(7) + b"\x00" + b"\x80\x80\x80\x80\x00" + b"\x00" + b"\x01\x01\x02",  # hc 1 past the end
+    encode_varint(6) + b"\x00\x00\x00\x01\x01\x00" + b"\x05",  # a good record, then a cut-off one
+]
+
+
+@pytest.mark.parametrize("part", PART_DECODERS)
+@pytest.mark.parametrize("tail", _OVERREADS)
+def test_a_record_that_reads_past_its_end_decodes_the_same_wherever_the_stream_is_cut(part, tail, monkeypatch):
+    monkeypatch.setattr(v2_mod, "_decode_part", part)
+    good = encode_record(0, 0, b"k", b"v")
+    for buf in (tail, good + tail, good * 3 + tail + good):
+        for count in (1, 2, 4, 5):
+            expected = _whole(buf, count)
+            for cut in range(len(buf) + 1):
+                assert _streamed(buf, count, [cut], 2, 5) == expected, (buf.hex(), count, cut)
+            assert _streamed(buf, count, list(range(1, len(buf))), 1, 0) == expected
+
+
+def test_a_negative_record_length_names_the_bytes_left_in_the_whole_stream():
+    # the length varint of the second record is -3: the error counts the bytes to the stream's end
+    good = encode_record(0, 0, None, b"v")
+    buf = good + encode_varint(-3) + bytes(5000)
+    expected = _whole(buf, 3)
+    assert "but instead the buffer has only 5000 remaining bytes." in expected[2]
+    for cuts in ([], [len(good) + 1], list(range(1, len(buf), 97))):
+        assert _streamed(buf, 3, cuts, 2, 8) == expected
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
+def test_compressed_batches_stream_their_records(codec, monkeypatch):
+    monkeypatch.setattr(compression_mod, "STREAM_CHUNK", 1000)  # many small output chunks
+    specs = [RecordSpec(i, 1000 + i, b"k%d" % i, b"v" * (i % 50), [("h", b"x")] if i % 3 else []) for i in range(5000)]
+    data = encode_batch(specs, codec=codec, base_sequence=2147483640)
+    b = decode_header(data)
+    chunks = list(iter_batch_record_chunks(b, data, chunk_records=700))
+    assert len(chunks) > 7 and all(0 < len(c) <= 700 for c in chunks)
+    records = [r for c in chunks for r in c]
+    assert [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in records] == [
+        (s.offset, s.timestamp, s.key, s.value, tuple((k.encode(), v) for k, v in s.headers)) for s in specs
+    ]
+    assert records[-1].sequence == increment_sequence(2147483640, 4999)
+    assert records == iter_batch_records(b, data) == decode_batch_records(b, data)
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.ZSTD])
+def test_a_record_error_waits_for_the_stream_to_fail_first(codec, monkeypatch):
+    """A whole decompression found a broken stream before any record: streamed, the rest of
+    the stream is read when a record fails, and a broken stream is still what is reported."""
+    monkeypatch.setattr(compression_mod, "STREAM_CHUNK", 512)
+    bad_records = encode_varint(-5) + bytes(20000)  # the first record's length is negative
+    payload = bytearray(compress(codec, bad_records))
+    payload[-2] ^= 0xFF  # gzip: the ISIZE trailer; zstd: the last block
+    data = bytearray(_batch(1))
+    b = decode_header(bytes(data))
+    raw = bytes(data[:61]) + bytes(payload)
+    b = b._replace(size=len(raw), attributes=codec, count=3)
+    with pytest.raises(CompressionError) as e1:
+        decompress(codec, bytes(payload))
+    with pytest.raises(CompressionError) as e2:
+        for _chunk in iter_batch_record_chunks(b, raw):
+            pass
+    assert (e2.value.message, e2.value.position) == (e1.value.message, 61)
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_iter_decompress_chunks_join_to_decompress(codec, magic):
+    if codec == Codec.ZSTD and magic < 2:
+        return
+    rng = __import__("random").Random(codec * 10 + magic)
+    data = bytes(rng.randrange(4) for _ in range(300_000)) + b"z" * 200_000
+    c = compress(codec, data, magic=magic)
+    variants = [c, c[:-1], c[: len(c) // 2], c + b"\x00\x00"]
+    for _ in range(10):
+        m = bytearray(c)
+        m[rng.randrange(len(m))] ^= 1 << rng.randrange(8)
+        variants.append(bytes(m))
+    for v in variants:
+        for cap in (1000, 250_000, 1 << 30):
+            try:
+                whole = ("ok", decompress(codec, v, magic=magic, max_output=cap))
+            except CompressionError as e:
+                whole = ("error", e.message)
+            got = []
+            try:
+                for chunk in iter_decompress(codec, v, magic=magic, max_output=cap, chunk_size=4096):
+                    # (lz4 and snappy yield whole blocks, zstd at least one block of <= 128 KiB)
+                    assert chunk and len(chunk) <= {Codec.GZIP: 4096, Codec.ZSTD: 128 << 10}.get(codec, 4 << 20)
+                    got.append(chunk)
+                streamed = ("ok", b"".join(got))
+            except CompressionError as e:
+                streamed = ("error", e.message)
+            assert streamed == whole
+    assert b"".join(iter_decompress(codec, c, magic=magic, chunk_size=4096)) == data
+
+
+def test_the_snappy_limit_message_names_the_cap():
+    """Issue 9: a xerial stream that passes the cap in its second chunk named what was left
+    of the cap ("the limit of 0 bytes"), not the cap."""
+    import snappy
+
+    header = bytes.fromhex("82534e41505059000000000100000001")
+    chunk = snappy.compress(b"\0" * 30000)
+    stream = header + (struct.pack(">i", len(chunk)) + chunk) * 2
+    with pytest.raises(CompressionError) as e:
+        decompress(Codec.SNAPPY, stream, max_output=40000)
+    assert e.value.message == "Decompressed size exceeds the limit of 40000 bytes (snappy)"
+    assert decompress(Codec.SNAPPY, stream, max_output=60000) == b"\0" * 60000
+
+
+def test_a_huge_record_count_is_never_preallocated():
+    import tracemalloc
+
+    data = _batch(3)
+    b = decode_header(data)._replace(count=2**31 - 1)
+    for compressed in (False, True):
+        raw = data if not compressed else encode_batch([RecordSpec(0, 0, None, b"x")], codec=Codec.ZSTD)
+        bb = b if not compressed else decode_header(raw)._replace(count=2**31 - 1)
+        tracemalloc.start()
+        try:
+            with pytest.raises(InvalidRecordError, match="premature EOF"):
+                for _chunk in batch_record_chunks(bb, raw):
+                    pass
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert peak < 1 << 20
+
+
+# ---------------------------------------------------------------- legacy wrappers, streamed
+
+
+def _legacy_reference(batch: Batch, data: bytes) -> list[Record]:
+    """Deep iteration of a legacy entry as it was before streaming (spec §5.2, step by step):
+    the wrapper's whole value decompressed, every inner message decoded, then the records."""
+    offset, size, crc, magic, attrs, ts, key, value, valid = decode_message(data, 0, batch.size)
+    codec = attrs & 0x07
+    if codec == Codec.NONE:
+        return [Record(offset, ts, key, value, (), -1, attrs, crc, valid, magic)]
+    if codec == Codec.ZSTD:
+        raise InvalidRecordError(f"Invalid wrapper compressionType found in legacy deep record iterator {magic}", position=0)
+    if value is None:
+        raise InvalidRecordError(f"Found invalid compressed record set with null value (magic = {magic})", position=0)
+    value_start = batch.size - len(value)
+    try:
+        inner = decompress(codec, value, magic=magic)
+    except CompressionError as e:
+        raise CompressionError(e.message, position=value_start) from None
+    entries, pos, end = [], 0, len(inner)
+    while end - pos >= 12:
+        (isize,) = struct.unpack_from(">i", inner, pos + 8)
+        if isize < 14:
+            raise CorruptRecordError(
+                f"Record size is less than the minimum record overhead (14) (inner message at byte {pos} of the decompressed wrapper)",
+                position=value_start,
+            )
+        if pos + 12 + isize > end:
+            break
+        try:
+            entries.append(decode_message(inner, pos, end))
+        except (InvalidRecordError, CorruptRecordError) as e:
+            raise type(e)(f"{e.message} (inner message at byte {e.position} of the decompressed wrapper)", position=value_start) from None
+        pos += 12 + isize
+    if not entries:
+        raise InvalidRecordError("Found invalid compressed record set with no inner records", position=value_start)
+    base = 0
+    if magic == 1 and offset != 0:
+        last_rel = entries[-1][0]
+        if offset < last_rel:
+            raise InvalidRecordError(
+                f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{offset}' is less than the last inner message offset '{last_rel}' and it is not zero.",
+                position=0,
+            )
+        base = offset - last_rel
+    out = []
+    for ioff, _s, icrc, imagic, iattrs, its, ikey, ivalue, ivalid in entries:
+        if iattrs & 0x07:
+            raise InvalidRecordError("Inner messages must not be compressed", position=value_start)
+        rts = -1 if imagic == 0 else (ts if magic == 1 and attrs & 0x08 else its)
+        out.append(Record(base + ioff if magic == 1 else ioff, rts, ikey, ivalue, (), -1, iattrs, icrc, ivalid, imagic))
+    return out
+
+
+def _wrapper(magic: int, codec: int, inner: bytes, offset: int, ts_type_bit: int = 0) -> bytes:
+    body = struct.pack(">bbq" if magic == 1 else ">bb", magic, codec | ts_type_bit, *((1234,) if magic == 1 else ()))
+    value = compress(codec, inner, magic=magic)
+    body += struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
+    return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
+
+
+@st.composite
+def inner_stream(draw):
+    """Inner messages of a wrapper, often damaged."""
+    magic = draw(st.sampled_from([0, 1]))
+    n = draw(st.integers(0, 6))
+    offsets = draw(st.lists(st.integers(-3, 50), min_size=n, max_size=n))
+    buf = bytearray()
+    for o in offsets:
+        buf += encode_legacy([RecordSpec(o, 5, draw(st.none() | st.binary(max_size=6)), draw(st.none() | st.binary(max_size=6)))], magic=draw(st.sampled_from([0, 1])))
+    if draw(st.booleans()) and buf:
+        buf[draw(st.integers(0, len(buf) - 1))] = draw(st.integers(0, 255))
+    if draw(st.booleans()):
+        buf += draw(st.binary(max_size=30))
+    return magic, bytes(buf)
+
+
+@settings(max_examples=150)
+@given(inner_stream(), st.sampled_from([Codec.GZIP, Codec.SNAPPY, Codec.LZ4]), st.integers(-1, 60), st.booleans(), st.data())
+def test_streamed_legacy_records_equal_the_whole_decode(inner, codec, offset, lat, data):
+    magic, buf = inner
+    if not buf:
+        buf = b"\x00"  # (compressors need something)
+    raw = _wrapper(magic, codec, buf, offset, 0x08 if lat else 0)
+    b = Batch(0, len(raw), offset, magic, 0, (codec | (0x08 if lat else 0)), 0, 1234, 1234, -1, -1, -1, None, -1, 0)
+    expected = _outcome(_legacy_reference, b, raw)
+    saved = (compression_mod.STREAM_CHUNK, legacy_mod.KEEP_INNER_MESSAGES)
+    try:
+        compression_mod.STREAM_CHUNK = data.draw(st.integers(1, 64))  # gzip output cut anywhere
+        legacy_mod.KEEP_INNER_MESSAGES = data.draw(st.sampled_from([0, 2, 4096]))  # kept, or decompressed twice
+        chunk_records = data.draw(st.integers(1, 3))
+        try:
+            got = ("ok", [r for c in iter_legacy_record_chunks(b, raw, chunk_records=chunk_records) for r in c])
+        except KafkaToolError as e:
+            got = ("error", type(e), e.message, e.position)
+    finally:
+        compression_mod.STREAM_CHUNK, legacy_mod.KEEP_INNER_MESSAGES = saved
+    assert got == expected
+
+
+def test_a_legacy_wrapper_of_many_inner_messages_is_read_twice_not_kept(monkeypatch):
+    monkeypatch.setattr(compression_mod, "STREAM_CHUNK", 4096)
+    specs = [RecordSpec(i, 1000 + i, b"k", b"v%d" % i) for i in range(10_000)]
+    for magic in (0, 1):
+        raw = encode_legacy(specs, magic=magic, codec=Codec.GZIP)
+        from kafkatool.record.legacy import decode_legacy_header
+
+        b = decode_legacy_header(raw)
+        calls = []
+        real = legacy_mod.iter_decompress
+        monkeypatch.setattr(legacy_mod, "iter_decompress", lambda *a, **k: calls.append(1) or real(*a, **k))
+        chunks = list(iter_legacy_record_chunks(b, raw))
+        assert len(calls) == 2  # larger than KEEP_INNER_MESSAGES: decompressed again for pass 2
+        assert max(len(c) for c in chunks) <= legacy_mod.CHUNK_RECORDS
+        assert [(r.offset, r.value) for c in chunks for r in c] == [(s.offset, s.value) for s in specs]
+        assert [r for c in chunks for r in c] == _legacy_reference(b, raw)
+        monkeypatch.setattr(legacy_mod, "iter_decompress", real)

@@ -184,7 +184,9 @@ def _snappy_chunks(data: bytes | memoryview, max_output: int) -> Iterator[bytes]
         raise CompressionError("Failed to decompress record stream (Cannot decompress empty stream)")
     # xerial's reader: shorter than the header, or a different magic -> one raw block.
     if len(data) < 16 or bytes(data[:8]) != _SNAPPY_MAGIC:
-        yield _snappy_raw(snappy, data, max_output, max_output)
+        block = _snappy_raw(snappy, data, max_output, max_output)
+        if block:
+            yield block
         return
     total = 0
     pos = 16
@@ -496,7 +498,9 @@ def _zstd_chunks(data: bytes | memoryview, max_output: int, chunk_size: int) -> 
                 if not dobj.eof:
                     raise CompressionError("Failed to decompress record stream (zstd: truncated frame)")
                 rest = dobj.unused_data
-            yield b"".join(out)
+            joined = b"".join(out)
+            if joined:
+                yield joined
             return
         total = 0
         dobj = None
@@ -559,16 +563,19 @@ def iter_decompress(
     *,
     magic: int = 2,
     max_output: int = DEFAULT_MAX_DECOMPRESSED,
-    chunk_size: int = STREAM_CHUNK,
+    chunk_size: int | None = None,
 ) -> Iterator[bytes]:
     """Decompress one Kafka compressed stream chunk by chunk (non-empty chunks).
 
-    gzip and zstd chunks are at most ``chunk_size`` bytes; lz4 yields whole blocks (at
+    gzip chunks are at most ``chunk_size`` bytes (default :data:`STREAM_CHUNK`, read at
+    the call), zstd ones too or one block (at most 128 KiB); lz4 yields whole blocks (at
     most 4 MiB), snappy whole xerial chunks (or the whole stream when it is one raw
     block). A failure raises :class:`CompressionError` after the chunks before it, so
     the chunks joined, or the error, are exactly what :func:`decompress` returns or
     raises. Nothing is decompressed until the first chunk is asked for.
     """
+    if chunk_size is None:
+        chunk_size = STREAM_CHUNK
     if codec == Codec.NONE:
         return iter((bytes(data),) if len(data) else ())
     if codec == Codec.GZIP:

@@ -100,6 +100,8 @@ def decode_records_part(
     """
     if limit < 0 or budget < 0:
         raise ValueError("decode_records_part: limit and budget must be >= 0")
+    if not (0 <= pos <= len(buf) and 0 <= end <= len(buf)):
+        raise ValueError(f"decode_records_part: pos {pos} and end {end} must lie within [0, {len(buf)}]")
     out = []
     append = out.append
     i = pos
