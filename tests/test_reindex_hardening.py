@@ -13,13 +13,13 @@ import shutil
 import struct
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from conftest import REPO, real_fixture
 from crash_helpers import kafkatool
+from test_reindex import HOLD_LOCK  # a process holding <log dir>/.lock as the broker does
 from kafkatool import repair
 from kafkatool.record.v2 import RecordSpec, encode_batch
 
@@ -555,17 +555,6 @@ def test_text_cosmetics(run, tmp_path: Path) -> None:
     assert "bytes [0, 0)" not in r.out and "1 entries" not in r.out
     assert r.err == "reindex (dry run): 1 segment, 1 need changes (2 files); run again with --execute to apply\n"
     assert ".txnindex" in run("reindex", "--help").out
-
-
-HOLD_LOCK = textwrap.dedent(
-    """
-    import fcntl, os, sys
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
-    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    print("locked", flush=True)
-    sys.stdin.read()
-    """
-)
 
 
 def test_dry_run_warns_when_a_live_broker_holds_the_log_dir(run, tmp_path: Path) -> None:

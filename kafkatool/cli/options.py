@@ -203,6 +203,23 @@ def interruptible(command: str, out, states: ApplyStates | None = None) -> Itera
         sys.exit(ExitCode.INTERRUPTED)
 
 
+def refuse_bad_targets(targets, paths: Sequence[str], *, nothing_is_an_error: bool = True) -> None:
+    """End the command with exit status 2 when ``targets`` (``kafkatool.repair.scan_targets``)
+    hold a usage error (a named file that is not a segment: one line each on standard error),
+    or, unless ``nothing_is_an_error`` is false, when ``paths`` hold nothing Kafka at all."""
+    from kafkatool.cli.main import ExitCode
+
+    usage = targets.usage_errors
+    for p in usage:
+        sys.stderr.write(f"kafkatool: error: {p.path}: {p.message}\n")
+    if usage:
+        sys.exit(ExitCode.USAGE)
+    nothing = targets.nothing_found(paths)
+    if nothing is not None and nothing_is_an_error:
+        sys.stderr.write(f"kafkatool: error: {nothing}\n")
+        sys.exit(ExitCode.USAGE)
+
+
 def plural(n: int, word: str, words: str | None = None) -> str:
     """``1 segment``, ``2 segments`` (``words`` when the plural is not ``word + "s"``)."""
     return f"{n} {word if n == 1 else (words or word + 's')}"

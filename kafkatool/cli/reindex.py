@@ -18,6 +18,7 @@ from kafkatool.cli.options import (
     interruptible,
     method_phrase,
     plural,
+    refuse_bad_targets,
     repair_options,
     safe_text_stream,
 )
@@ -209,15 +210,7 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
     with interruptible("reindex", out):
         with exit_on_error(out):
             targets = scan_targets(paths, allow_transitional=allow_transitional)
-        usage = targets.usage_errors
-        for p in usage:
-            sys.stderr.write(f"kafkatool: error: {p.path}: {p.message}\n")
-        if usage:
-            sys.exit(ExitCode.USAGE)
-        nothing = targets.nothing_found(paths)
-        if nothing is not None:
-            sys.stderr.write(f"kafkatool: error: {nothing}\n")
-            sys.exit(ExitCode.USAGE)
+        refuse_bad_targets(targets, paths)
         segments = targets.segments
         with exit_on_error(out):
             for d in dict.fromkeys(os.path.dirname(s) for s in segments):
