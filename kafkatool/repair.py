@@ -170,10 +170,11 @@ def replace_files(
         raise RepairError("replace_files needs files of a single directory", path=directory)
     prefix = journal_prefix or os.path.basename(items[0][0]).split(".", 1)[0]
     like = dict(like or {})
-    for path, data in items:
-        with _naming(backup.root, f"while copying {path} into the backup"):
-            backup.save(path, data, reason)
-        fault_point("after backup")
+    with backup.batch():  # one manifest write for all of them: nothing is replaced before it is on disk
+        for path, data in items:
+            with _naming(backup.root, f"while copying {path} into the backup"):
+                backup.save(path, data, reason)
+            fault_point("after backup")
     temps: list[tuple[str, str, bytes]] = []
     try:
         for path, data in items:
@@ -822,7 +823,16 @@ class Targets:
 
 
 _SEGMENT_SIDE = (names.FileKind.INDEX, names.FileKind.TIMEINDEX, names.FileKind.TXNINDEX)
-_SEGMENTISH = (".log", ".index", ".timeindex", ".txnindex")
+_SEGMENT_KINDS = (names.FileKind.LOG, *_SEGMENT_SIDE)
+
+
+def _holds_segments(d: str, files: Sequence[str]) -> bool:
+    """Whether ``d`` is a partition dir to plan: it holds a segment file (``<20 digits>.log``,
+    ``.index``, ``.timeindex``, ``.txnindex``), or it is named ``<topic>-<partition>`` and holds
+    some ``*.log``. A stray ``server.log`` in a log dir does not make the log dir a partition."""
+    if any(names.classify(n) in _SEGMENT_KINDS for n in files):
+        return True
+    return names.parse_partition_dir(os.path.basename(d)) is not None and any(n.endswith(".log") for n in files)
 
 
 def _is_backup_dir(entries: Sequence[str]) -> bool:
@@ -911,7 +921,7 @@ def scan_targets(paths: Iterable[str], *, allow_transitional: bool = True) -> Ta
                 continue
             (subdirs if is_dir else files).append(n)
         counts[1] += len(files)
-        if any(n.endswith(_SEGMENTISH) for n in files):
+        if _holds_segments(d, files):
             partition(d, files, named)
             return
         for n in subdirs:
@@ -1594,10 +1604,11 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
     method = None
 
     def save_originals() -> None:
-        for path, data in todo:
-            with _naming(backup.root, f"while copying {path} into the backup"):
-                backup.save(path, data, reason)
-            fault_point("after backup")
+        with backup.batch():  # one manifest write for the partition, before the switch
+            for path, data in todo:
+                with _naming(backup.root, f"while copying {path} into the backup"):
+                    backup.save(path, data, reason)
+                fault_point("after backup")
 
     like = {os.path.basename(c.path): os.path.basename(plan.log_path) for plan in plans for c in plan.changes}
     if todo:

@@ -774,3 +774,10 @@ def test_a_broker_appending_between_two_runs(run, tmp_path: Path) -> None:
     assert r.code == 1 and "index_not_covering" in r.out, r
     assert run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk2"), str(part)).code == 0
     assert run("reindex", str(part)).code == 0 and run("verify", str(part)).code == 0
+
+
+def test_a_stray_server_log_in_a_log_dir_does_not_hide_its_partitions(run, tmp_path: Path) -> None:
+    logdir = _three_partitions(tmp_path)
+    (logdir / "server.log").write_text("[2025-01-01 00:00:00,000] INFO started\n")  # log.dirs beside logs/
+    r = run("reindex", str(logdir))
+    assert r.code == 1 and r.out.count("create    ") == 6 and "server.log" not in r.out, r
