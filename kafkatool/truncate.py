@@ -96,7 +96,6 @@ from kafkatool.safety import (
     TruncateBackup,
     fault_point,
     fsync_dir,
-    read_or_none,
     sha256_hex,
 )
 from kafkatool.segment import files as names
@@ -601,9 +600,13 @@ def _scan_segment(log_path: str, keep_valid_after: bool, index_interval_bytes: i
     not touch it. The index bytes describe the *new* layout (the kept batches, back to back).
     """
     base = names.parse_base_offset(log_path)
-    st = os.stat(log_path)
+    st = os.lstat(log_path)
+    if stat.S_ISLNK(st.st_mode):
+        raise RepairError(f"a symbolic link (to {os.readlink(log_path)}): truncate neither cuts a file through a link "
+                          "nor replaces the link; nothing is changed in this partition", path=log_path)
     if not stat.S_ISREG(st.st_mode):  # a FIFO would block the open: never opened
-        raise RepairError("not a regular file (a FIFO, a device, a directory...): not opened", path=log_path)
+        raise RepairError("not a regular file (a FIFO, a device, a directory...): not opened; nothing is changed in "
+                          "this partition", path=log_path)
     fd = os.open(log_path, os.O_RDONLY)
     try:
         if keep_valid_after:
@@ -734,8 +737,36 @@ def _leftovers(partition_dir: str) -> tuple[list[str], str | None]:
     return temps, journal
 
 
+def _read_small(path: str) -> bytes | None:
+    """A side file's bytes, or None when there is none; a FIFO, a device or a directory under its
+    name is refused (opened without blocking, never read), so that no plan hangs or writes over it."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise RepairError("not a regular file (a FIFO, a device, a directory...): truncate does not read, "
+                              "replace or move it; nothing is changed in this partition", path=path)
+        chunks = []
+        while piece := os.read(fd, 1 << 20):
+            chunks.append(piece)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _regular_size(path: str) -> int:
+    """The size of a file to move into the backup; anything but a regular file is refused."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise RepairError("not a regular file (a FIFO, a device, a directory, a symbolic link...): truncate does "
+                          "not move it into the backup; nothing is changed in this partition", path=path)
+    return st.st_size
+
+
 def _small_rewrite(path: str, kind: str, data: bytes, detail: str) -> FileRewrite | None:
-    old = read_or_none(path)
+    old = _read_small(path)
     if old == data:
         return None
     return FileRewrite(path, kind, None if old is None else len(old), None if old is None else sha256_hex(old), data, detail)
@@ -780,6 +811,16 @@ def plan_truncate(
         return TruncatePlan(partition_dir, keep_valid_after, 0, (), (), (), None,
                             (f"an interrupted truncate committed its journal {journal}; it is completed first",),
                             tuple(temps), journal, staging)
+    try:
+        return _plan_partition(partition_dir, all_segments, wanted, keep_valid_after, index_interval_bytes,
+                               temps, staging)
+    except RepairError as e:  # a file truncate must not read or touch (a FIFO named like a segment...)
+        return TruncatePlan(partition_dir, keep_valid_after, 0, (), (), (), None, (), tuple(temps), None, staging,
+                            (Refusal(e.path or partition_dir, e.position, str(e)),))
+
+
+def _plan_partition(partition_dir: str, all_segments: list[str], wanted: list[str], keep_valid_after: bool,
+                    index_interval_bytes: int, temps: list[str], staging: tuple[str, ...]) -> TruncatePlan:
     cuts: list[SegmentCut] = []
     rewrites: list[FileRewrite] = []
     notes: list[str] = []
@@ -811,7 +852,7 @@ def plan_truncate(
             for n in sorted(os.listdir(partition_dir)):
                 if names.classify(n) in _SEGMENT_KINDS and names.parse_base_offset(n) in later_bases:
                     p = os.path.join(partition_dir, n)
-                    moves.append(FileMove(p, os.lstat(p).st_size, "a later segment: recovery after an unclean "
+                    moves.append(FileMove(p, _regular_size(p), "a later segment: recovery after an unclean "
                                           "shutdown deletes every segment after one it truncated (§12.1)"))
         if changes_end and last_cut.removed and last_cut.removed[-1].end == last_cut.old_size:
             new_end = last_cut.next_offset
@@ -824,9 +865,9 @@ def plan_truncate(
                     continue
                 if off > new_end:
                     p = os.path.join(partition_dir, n)
-                    moves.append(FileMove(p, os.lstat(p).st_size, f"producer snapshot above the new log end {new_end}"))
+                    moves.append(FileMove(p, _regular_size(p), f"producer snapshot above the new log end {new_end}"))
         lec = os.path.join(partition_dir, names.LEADER_EPOCH_CHECKPOINT)
-        old = read_or_none(lec)
+        old = _read_small(lec)
         if old is not None:
             try:
                 entries = decode_leader_epoch_checkpoint(old, lec)
@@ -842,7 +883,7 @@ def plan_truncate(
         moved = {m.path for m in moves}
         for log in all_segments:
             txn = str(names.sibling(log, ".txnindex"))
-            data = read_or_none(txn)
+            data = _read_small(txn)
             if data is None or txn in moved:
                 continue
             try:
@@ -888,7 +929,7 @@ def plan_truncate_paths(
     for d, segs in by_dir.items():
         try:
             plan = plan_truncate(d, keep_valid_after, index_interval_bytes, segments=segs)
-        except OSError as e:
+        except OSError as e:  # the partition dir or a segment cannot be read: the others go on
             if on_error is None:
                 raise
             on_error(d, e)
@@ -980,14 +1021,18 @@ def _plain(name: object) -> bool:
 
 def _read_journal(journal_path: str) -> dict:
     """The journal, checked for shape: names of files of its own directory, moves into its backup dir."""
-    try:
-        fd = os.open(journal_path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as f:
-            record = json.loads(f.read(64 << 20).decode("utf-8", "surrogateescape"))
-    except (OSError, ValueError) as e:
-        raise RepairError(f"cannot read the journal of an interrupted truncate ({e})", path=journal_path) from None
     temps = [os.path.join(os.path.dirname(journal_path), n) for n in sorted(os.listdir(os.path.dirname(journal_path)))
              if n.endswith(TEMP_SUFFIX)]
+    try:
+        fd = os.open(journal_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise ValueError("not a regular file")
+            record = json.loads(f.read(64 << 20).decode("utf-8", "surrogateescape"))
+    except (OSError, ValueError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        raise StaleJournalError(f"cannot read this journal of an interrupted truncate ({why}). "
+                                + _way_out(journal_path, temps), path=journal_path) from None
     if not isinstance(record, dict) or record.get("version") != JOURNAL_VERSION:
         raise StaleJournalError(
             "this journal of an interrupted truncate was written by an older kafkatool: it records no size, mtime "
@@ -1222,7 +1267,7 @@ def _check_unchanged(plan: TruncatePlan) -> None:
             raise PartitionRefused("the segment changed since it was planned (a broker appended?); run again",
                                    path=c.log_path, expected=f"{c.old_size} bytes", found=f"{st.st_size} bytes")
     for r in plan.rewrites:
-        now = read_or_none(r.path)
+        now = _read_small(r.path)
         if (None if now is None else sha256_hex(now)) != r.old_sha256:
             raise PartitionRefused("the file changed since it was planned; run again", path=r.path)
     for m in plan.moves:
@@ -1370,7 +1415,7 @@ def _verify(plan: TruncatePlan) -> None:
             raise RepairError("re-verification failed: wrong batch count", path=c.log_path,
                               expected=c.batches_kept, found=n)
     for r in plan.rewrites:
-        if read_or_none(r.path) != r.data:
+        if _read_small(r.path) != r.data:
             raise RepairError("re-verification failed: the file on disk is not what was written", path=r.path)
     for m in plan.moves:
         if os.path.lexists(m.path):

@@ -44,10 +44,16 @@ def kafkatool(*args: str, fault_at: int | None = None, no_exchange: bool = False
     ``interrupt_at`` a SIGINT (a Ctrl-C) at that step instead. ``stderr``: capture it too (else
     it goes to /dev/null); ``user``: run as that uid (and gid), for permission tests as root.
     Returns the child's exit status (negative: killed by that signal) and its output."""
+    import importlib
     import tempfile
 
     from kafkatool import safety
     from kafkatool.cli.main import main
+
+    if user is not None:  # another user may not read this interpreter's site-packages: import first
+        for module in ("click", "kafkatool.cli.group", f"kafkatool.cli.{args[0]}", "kafkatool.truncate",
+                       "kafkatool.repair", "kafkatool.verify", "kafkatool.segment.zeros"):
+            importlib.import_module(module)
 
     out_r, out_w = os.pipe()
     err_file = tempfile.TemporaryFile() if stderr else None

@@ -99,7 +99,7 @@ def jsonl(r) -> tuple[list[dict], dict]:
 def cli(*args: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
     """The CLI in a fresh interpreter (the code under test: this file's repository)."""
     e = dict(os.environ, PYTHONPATH=str(REPO), **(env or {}))
-    return subprocess.run([sys.executable, "-m", "kafkatool", *args], env=e, capture_output=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "kafkatool", *args], env=e, capture_output=True, cwd=cwd, timeout=120)
 
 
 # --------------------------------------------------------------------------- recovery's cut (§12.2 step 2.6)
@@ -812,3 +812,82 @@ def test_dry_run_warns_when_a_live_broker_holds_the_log_dir(run, tmp_path: Path)
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------- an adversary's partition dir
+
+
+def _damaged_partition(root: Path) -> Path:
+    bad = bytearray(data(3))
+    bad[100] ^= 1
+    return partition(root, (0, B0 + bytes(bad)))
+
+
+@pytest.mark.parametrize("what", ["fifo later segment", "fifo index", "fifo leader-epoch-checkpoint", "symlinked log"])
+def test_non_regular_files_are_refused_without_blocking(tmp_path: Path, what: str) -> None:
+    part = _damaged_partition(tmp_path)
+    if what == "fifo later segment":
+        os.mkfifo(part / "00000000000000000009.log")  # a later segment would be moved: opening it would block
+        named = part / "00000000000000000009.log"
+    elif what == "fifo index":
+        os.mkfifo(part / f"{SEG0}.index")
+        named = part / f"{SEG0}.index"
+    elif what == "fifo leader-epoch-checkpoint":
+        os.mkfifo(part / "leader-epoch-checkpoint")
+        named = part / "leader-epoch-checkpoint"
+    else:
+        real = tmp_path / "elsewhere.log"
+        (part / f"{SEG0}.log").rename(real)
+        (part / f"{SEG0}.log").symlink_to(real)
+        named = part / f"{SEG0}.log"
+    r = cli("truncate", "--execute", "--backup-dir", str(tmp_path / "bk"), str(part), env={"KAFKATOOL_NO_EXCHANGE": "1"})
+    err = r.stderr.decode()
+    assert r.returncode == 2 and f"{named}: " in err and "refused" in err, err
+    assert "internal error" not in err and not (tmp_path / "bk").exists()
+    if what == "symlinked log":
+        assert (part / f"{SEG0}.log").is_symlink() and len(real.read_bytes()) == len(B0) + len(data(3))
+
+
+@pytest.mark.parametrize("kind,why", [
+    ("garbage", "cannot read this journal"),
+    ("move outside its backup dir", "malformed"),
+    ("rename outside the partition dir", "malformed"),
+    ("written by the old format", "older kafkatool"),
+])
+def test_a_journal_that_cannot_be_trusted_is_refused_with_the_way_out(run, tmp_path: Path, kind: str, why: str) -> None:
+    part = _damaged_partition(tmp_path)
+    bk, outside = tmp_path / "journal-bk", tmp_path / "outside"
+    (bk / part.name).mkdir(parents=True)
+    outside.mkdir()
+    content = {
+        "garbage": "{{{",
+        "move outside its backup dir": json.dumps({"version": 2, "backupDir": str(bk), "replace": [], "move": [
+            {"source": f"{SEG0}.log", "dest": str(outside / "evil"), "old": None}]}),
+        "rename outside the partition dir": json.dumps({"version": 2, "backupDir": str(bk), "move": [], "replace": [
+            {"temp": "../../outside/x.kafkatool-tmp", "target": "../../outside/x", "old": None, "new": None}]}),
+        "written by the old format": json.dumps({"backup_dir": str(bk), "replace": [], "move": [
+            {"source": f"{SEG0}.log", "dest": str(bk / part.name / "x")}]}),
+    }[kind]
+    (part / JOURNAL).write_text(content)
+    before = files(part)
+    r = run("truncate", "--execute", "--backup-dir", str(tmp_path / "bk"), str(part))
+    assert r.code == 2 and why in r.err and f"rm -- {part / JOURNAL}" in r.err, r
+    assert files(part) == before and list(outside.iterdir()) == [] and list((bk / part.name).iterdir()) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to run as another user")
+def test_another_users_partition_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="kt-owner-", dir="/tmp"))
+    try:
+        part = _damaged_partition(top)
+        _world_readable_tree(top)
+        before = files(part)
+        for no_exchange in (False, True):
+            r = kafkatool("truncate", "--execute", "--backup-dir", str(top / "bk"), str(part), stderr=True, user=65534,
+                          no_exchange=no_exchange)
+            assert r.returncode == 2 and "Permission denied" in r.stderr and str(part.parent) in r.stderr, r
+            assert "internal error" not in r.stderr and files(part) == before
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
