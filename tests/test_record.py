@@ -592,3 +592,22 @@ def test_a_legacy_wrapper_of_many_inner_messages_is_read_twice_not_kept(monkeypa
         assert [(r.offset, r.value) for c in chunks for r in c] == [(s.offset, s.value) for s in specs]
         assert [r for c in chunks for r in c] == _legacy_reference(b, raw)
         monkeypatch.setattr(legacy_mod, "iter_decompress", real)
+
+
+def test_a_zstd_window_beyond_kafkas_limit_is_refused():
+    """The window a zstd frame declares is memory its decoder needs (as far as the output
+    goes): up to 128 MiB (windowLog 27, libzstd's default limit, which Kafka's reader keeps)
+    is decoded, more fails as it does in Kafka, instead of growing to 2 GiB."""
+    import zstandard
+
+    data = b"0123456789" * 1000
+    for window_log, ok in ((27, True), (28, False), (31, False)):
+        params = zstandard.ZstdCompressionParameters.from_level(3, window_log=window_log, write_content_size=False)
+        co = zstandard.ZstdCompressor(compression_params=params).compressobj()
+        frame = co.compress(data) + co.flush()  # streamed, as Kafka writes: no content size
+        assert zstandard.get_frame_parameters(frame).window_size == 1 << window_log
+        if ok:
+            assert decompress(Codec.ZSTD, frame) == data
+        else:
+            with pytest.raises(CompressionError, match="Frame requires too much memory"):
+                decompress(Codec.ZSTD, frame)

@@ -380,6 +380,12 @@ def _zstd_compress(data: bytes, level: int | None, magic: int) -> bytes:
     return co.compress(data) + co.flush()
 
 
+#: The largest zstd window a frame may declare: libzstd's default limit (windowLog 27), which
+#: Kafka's reader (zstd-jni's ZstdInputStreamNoFinalizer, no limit set) keeps, so a frame
+#: that needs more fails in Kafka too. The decoder's window buffer is the one buffer of a
+#: streamed batch that can grow past a few MiB (as far as the batch's output goes).
+ZSTD_MAX_WINDOW = 1 << 27
+
 _ZSTD_IDLE: list = []
 
 
@@ -391,7 +397,7 @@ def _zstd_dctx_take():
     if _ZSTD_IDLE:
         return _ZSTD_IDLE.pop()
     zstandard = _require("zstandard", "zstandard")
-    return zstandard.ZstdDecompressor(max_window_size=2**31)
+    return zstandard.ZstdDecompressor(max_window_size=ZSTD_MAX_WINDOW)
 
 
 def _zstd_dctx_give_back(dctx) -> None:
