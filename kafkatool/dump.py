@@ -235,6 +235,13 @@ def _io_error(e: OSError, path: str, why: str = "") -> KafkaToolError:
     return KafkaToolError(f"cannot read file: {e.strerror or e}{why}", path=normalize_display_path(failed))
 
 
+def _refusal(path: str, what: str, why: str) -> KafkaToolError:
+    return KafkaToolError(
+        f"is {what}, not a regular file: refusing to read it (it could block or never end){why}",
+        path=normalize_display_path(path),
+    )
+
+
 def check_regular(path: str, why: str = "") -> None:
     """Refuse anything but a regular file before it is opened: a FIFO named ``*.log`` would block."""
     try:
@@ -243,10 +250,7 @@ def check_regular(path: str, why: str = "") -> None:
         raise _io_error(e, path, why) from None
     what = _not_regular(mode)
     if what is not None:
-        raise KafkaToolError(
-            f"is {what}, not a regular file: refusing to read it (it could block or never end){why}",
-            path=normalize_display_path(path),
-        )
+        raise _refusal(path, what, why)
 
 
 def open_regular(path: str, why: str = ""):
@@ -263,10 +267,7 @@ def open_regular(path: str, why: str = ""):
     try:
         what = _not_regular(os.fstat(fd).st_mode)
         if what is not None:
-            raise KafkaToolError(
-                f"is {what}, not a regular file: refusing to read it (it could block or never end){why}",
-                path=normalize_display_path(path),
-            )
+            raise _refusal(path, what, why)
         f = os.fdopen(fd, "rb", buffering=0)
         f.name = path  # type: ignore[misc]  # not the descriptor: the walker names it in errors
         return f
