@@ -190,7 +190,10 @@ def _hash(path: str) -> tuple[int, str] | None:
         digest = hashlib.sha256()
         size = 0
         while True:
-            piece = os.read(fd, COPY_CHUNK)
+            try:
+                piece = os.read(fd, COPY_CHUNK)
+            except OSError as e:
+                raise RestoreError(f"cannot read: {e.strerror}", path=path, position=size) from None
             if not piece:
                 break
             digest.update(piece)
@@ -379,7 +382,10 @@ def _open_temp(target: str) -> tuple[int, str]:
 def _copy(src: int, dst: int, start: int, end: int | None, digest, src_path: str, dst_path: str) -> None:
     pos = start
     while end is None or pos < end:
-        piece = os.pread(src, COPY_CHUNK if end is None else min(COPY_CHUNK, end - pos), pos)
+        try:
+            piece = os.pread(src, COPY_CHUNK if end is None else min(COPY_CHUNK, end - pos), pos)
+        except OSError as e:
+            raise RestoreError(f"cannot read: {e.strerror}", path=src_path, position=pos) from None
         if not piece:
             if end is None:
                 return

@@ -877,7 +877,10 @@ class Backup:
             try:
                 pos = start
                 while pos < end:
-                    piece = os.pread(src_fd, min(COPY_CHUNK, end - pos), pos)
+                    try:
+                        piece = os.pread(src_fd, min(COPY_CHUNK, end - pos), pos)
+                    except OSError as e:
+                        raise RepairError(f"cannot read: {e.strerror}", path=src_path, position=pos) from None
                     if not piece:
                         raise RepairError(f"the file ended at byte {pos} while bytes up to {end} were being backed up",
                                           path=src_path, position=pos)
@@ -978,7 +981,10 @@ class TruncateBackup(Backup):
     def _hash_range(fd: int, start: int, end: int, hashers: Sequence, path: str) -> int:
         pos = start
         while pos < end:
-            piece = os.pread(fd, min(COPY_CHUNK, end - pos), pos)
+            try:
+                piece = os.pread(fd, min(COPY_CHUNK, end - pos), pos)
+            except OSError as e:
+                raise RepairError(f"cannot read: {e.strerror}", path=path, position=pos) from None
             if not piece:
                 raise RepairError(f"the file ended at byte {pos}, before {end}", path=path, position=pos)
             for h in hashers:
