@@ -201,12 +201,11 @@ def _is_kafka_name(name: str) -> bool:
     return names.file_suffix(name) in _KAFKA_SUFFIXES or _PENDING_MARK in name
 
 
-def _is_log_dir(entries: list[str], d: str) -> bool:
-    """Whether ``d`` (holding ``entries``) is a broker's log dir: ``meta.properties``, or a
-    subdirectory named like a partition (``topic-N``)."""
-    if "meta.properties" in entries:
-        return True
-    return any(names.parse_partition_dir(n) is not None and os.path.isdir(os.path.join(d, n)) for n in entries)
+def _is_log_dir(entries: list[str]) -> bool:
+    """Whether a directory holding ``entries`` is a broker's log dir: it has ``meta.properties``
+    (every broker writes one at start). A directory that only holds copies of partition dirs
+    is not one: anything else in it is not the broker's concern."""
+    return "meta.properties" in entries
 
 
 def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None) -> list[list[_Target]]:
@@ -283,7 +282,7 @@ def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None)
         found[0] += sum(1 for p in loose if _is_kafka_name(os.path.basename(p)))
         if loose or odd:
             groups.append([_Target(p, None, None) for p in loose] + odd)
-        log_dir = _is_log_dir(entries, d)
+        log_dir = _is_log_dir(entries)
         for n in entries:
             sub = os.path.join(d, n)
             if not os.path.isdir(sub) or os.path.islink(sub):

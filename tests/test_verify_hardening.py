@@ -414,6 +414,10 @@ def test_a_directory_in_a_log_dir_that_is_not_a_partition(tmp_path):
     # a directory of log dirs (one level too high) is not a log dir: each child is searched
     top = tmp_path
     assert sorted(kinds(findings(top))) == [("kafkatool-backup", "not_a_partition_dir"), ("lost+found", "not_a_partition_dir")]
+    # a directory holding copies of partition dirs, not a broker's log dir (no meta.properties):
+    # what else it holds is nobody's business
+    (logdir / "meta.properties").unlink()
+    assert sorted(kinds(findings(logdir))) == [(INDEX, "orphan_index"), ("00000000000000000000.timeindex", "orphan_index")]
 
 
 # --------------------------------------------------------------------------- nothing Kafka
