@@ -1109,8 +1109,8 @@ _VERIFY_CHECKS = _join(
         "`invalid_file_name` (the broker throws NumberFormatException loading it); a FIFO, socket, device or "
         "directory with a Kafka file name is `not_regular_file` and is never opened; a directory in a log dir "
         "that is not named like a partition (`lost+found`, a backup put there) is `not_a_partition_dir` (the "
-        "broker refuses the whole log dir). A log dir is a directory holding `meta.properties` or partition "
-        "directories; a directory of log dirs is searched too. A path with nothing Kafka in it (no partition "
+        "broker refuses the whole log dir). A log dir is a directory holding `meta.properties` (every broker "
+        "writes one); a directory of log dirs is searched too. A path with nothing Kafka in it (no partition "
         "directory, no segment, index, snapshot or checkpoint file) is an error, exit status 2, not a clean run."
     ),
     para(
