@@ -30,7 +30,6 @@ PURE_PYTHON_FILES = [
     "tests/test_fixtures.py",
     "tests/test_dump_golden.py",
     "tests/test_dump_edges.py",
-    "tests/test_dump_hardening.py",
     "tests/test_index.py",
     "tests/test_independent_indexes.py",
     "tests/test_txnindex_snapshot.py",
