@@ -407,8 +407,26 @@ class FileState:
         if obj is None:
             return None
         mode = obj.get("mode")
-        return cls(int(obj["size"]), str(obj["sha256"]), None if mode is None else int(str(mode), 8),
-                   obj.get("uid"), obj.get("gid"), obj.get("mtimeNs"))
+        state = cls(int(obj["size"]), _sha(obj["sha256"]), None if mode is None else int(str(mode), 8),
+                    _opt_int(obj.get("uid")), _opt_int(obj.get("gid")), _opt_int(obj.get("mtimeNs"), negative=True))
+        if state.size < 0 or (state.mode is not None and not 0 <= state.mode <= 0o7777):
+            raise ValueError(f"a size {state.size} or mode {mode!r} out of range")
+        return state
+
+
+def _sha(value: object) -> str:
+    text = str(value)
+    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+        raise ValueError(f"{text!r} is not a sha256")
+    return text
+
+
+def _opt_int(value: object, *, negative: bool = False) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or (value < 0 and not negative):
+        raise ValueError(f"{value!r} is not a whole number" + ("" if negative else " >= 0"))
+    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -426,7 +444,8 @@ class Piece:
 
     @classmethod
     def from_json(cls, obj: dict) -> "Piece":
-        return cls(int(obj["start"]), int(obj["end"]), str(obj["file"]), str(obj["sha256"]), str(obj.get("reason", "")))
+        return cls(int(obj["start"]), int(obj["end"]), _two_names(obj["file"]), _sha(obj["sha256"]),
+                   str(obj.get("reason", "")))
 
 
 ACTIONS = ("rewritten", "created", "removed", "moved", "cut")
@@ -474,13 +493,39 @@ class BackupEntry:
 
     @classmethod
     def from_json(cls, obj: dict) -> "BackupEntry":
+        """An entry of MANIFEST.json, checked: a restore writes where it says, so every path must
+        stay where it belongs (``<partition dir>/<file>`` below the log dir and the backup dir)."""
         action = obj["action"]
         if action not in ACTIONS:
             raise ValueError(f"unknown action {action!r}")
-        return cls(action, str(obj["logDir"]), str(obj["path"]), str(obj.get("reason", "")),
-                   FileState.from_json(obj.get("original")), FileState.from_json(obj.get("result")),
-                   obj.get("backupFile"), tuple(Piece.from_json(p) for p in obj.get("pieces", ())),
-                   int(obj["seq"]), str(obj.get("run", "")), str(obj.get("tool", "")))
+        entry = cls(action, str(obj["logDir"]), _two_names(obj["path"]), str(obj.get("reason", "")),
+                    FileState.from_json(obj.get("original")), FileState.from_json(obj.get("result")),
+                    None if obj.get("backupFile") is None else _two_names(obj["backupFile"]),
+                    tuple(Piece.from_json(p) for p in obj.get("pieces", ())),
+                    int(obj["seq"]), str(obj.get("run", "")), str(obj.get("tool", "")))
+        if not os.path.isabs(entry.log_dir):
+            raise ValueError(f"logDir {entry.log_dir!r} is not absolute")
+        if action == "cut":
+            if entry.original is None or entry.result is None or not entry.pieces:
+                raise ValueError(f"a cut of {entry.path} without its original, result or pieces")
+            pos = removed = 0
+            for piece in sorted(entry.pieces, key=lambda x: x.start):
+                if piece.start < pos or piece.end <= piece.start or piece.end > entry.original.size:
+                    raise ValueError(f"a piece [{piece.start}, {piece.end}) of {entry.path} out of order or range")
+                pos = piece.end
+                removed += piece.end - piece.start
+            if entry.original.size - removed != entry.result.size:
+                raise ValueError(f"the pieces of {entry.path} do not add up to its original size")
+        return entry
+
+
+def _two_names(value: object) -> str:
+    """``dir/name``: exactly two plain names (no ``..``, no absolute path), as MANIFEST.json writes them."""
+    text = str(value)
+    parts = text.split(os.sep)
+    if len(parts) != 2 or any(p in ("", ".", "..") or "\0" in p for p in parts):
+        raise ValueError(f"the path {text!r} is not <directory>/<file>")
+    return text
 
 
 @dataclass(frozen=True, slots=True)

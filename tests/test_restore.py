@@ -196,6 +196,21 @@ def test_restore_of_a_backup_dir_without_a_manifest(tmp_path: Path) -> None:
     assert r.code == 2 and "older kafkatool" in r.err and "RESTORE.txt" in r.err, r
 
 
+@pytest.mark.parametrize("field, value", [("path", "../../../../etc/kafkatool-victim"), ("path", "/etc/victim"),
+                                          ("backupFile", "../../victim"), ("logDir", "relative/logdir")])
+def test_restore_refuses_a_manifest_that_points_elsewhere(tmp_path: Path, field: str, value: str) -> None:
+    part, bk, original = cut_partition(tmp_path)
+    now = files_of(part)
+    text = (bk / "MANIFEST.json").read_text()
+    manifest = json.loads(text)
+    entry = next(e for e in manifest["files"] if e["backupFile"])
+    entry[field] = value
+    (bk / "MANIFEST.json").write_text(json.dumps(manifest))
+    r = kt("restore", "--execute", bk)
+    assert r.code == 2 and "MANIFEST.json" in r.err and "malformed" in r.err, r
+    assert files_of(part) == now
+
+
 def test_restore_refuses_a_partition_with_a_pending_journal(tmp_path: Path) -> None:
     part = build_partition(tmp_path / "logdir" / "t-0")
     original = files_of(part)
