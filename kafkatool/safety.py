@@ -616,7 +616,8 @@ class Backup:
 
     Layout: ``<partition dir name>/<file>`` for whole originals, ``<partition dir name>/<file>.<start>-<end>.bytes``
     for removed ranges, and ``MANIFEST.json``, ``RESTORE.txt``, ``SHA256SUMS`` at the top. The
-    three are rewritten (a temp file, fsync, rename) after every file is saved, under an
+    three are rewritten (a temp file, fsync, rename) after every file is saved (once per
+    :meth:`batch`, which a command wraps around the backup step of a partition), under an
     exclusive ``flock`` on the backup dir: the manifest on disk is read and this run's entries
     are added to those already there (other runs' entries are never dropped, a file is never
     overwritten: O_EXCL|O_NOFOLLOW, a numbered name when one exists, so a symlink planted in
