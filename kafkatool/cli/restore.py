@@ -62,6 +62,20 @@ def file_object(f, restored: bool | None = None) -> dict:
     return obj
 
 
+def _warn_live_brokers(log_dirs) -> None:
+    """A dry run compares files a live broker may be changing: say so, naming the process."""
+    from kafkatool.safety import describe_pid, lock_holder
+
+    for d in log_dirs:
+        try:
+            pid = lock_holder(d)
+        except OSError:
+            continue
+        if pid is not None:
+            sys.stderr.write(f"kafkatool restore: warning: {describe_pid(pid)} holds {os.path.join(d, '.lock')} "
+                             "(a live broker?): stop it first; --execute refuses to run until it stops\n")
+
+
 @click.command(context_settings={"max_content_width": 100},
                short_help="Put back what reindex or truncate changed, from their backup dir (dry run unless --execute).")
 @click.argument("backup_dir", type=click.Path(exists=True, file_okay=False, path_type=str))
@@ -117,6 +131,8 @@ def restore(backup_dir, execute, log_dirs, force, fmt, quiet) -> None:
         finally:
             for lock in locks:
                 lock.release()
+    if not execute and plan.needs_changes:
+        _warn_live_brokers(log_dirs_to_lock(plan))
     needing = [f for f in plan.files if f.needs_changes]
     done = set(report.restored) if report is not None else set()
     if fmt == "jsonl":
