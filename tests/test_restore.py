@@ -365,3 +365,13 @@ def test_sigkill_at_every_step_of_the_restore(fast_tmp: Path) -> None:
         assert scene.is_original(), n
         assert not [f for part in (scene.t0, scene.u1) for f in os.listdir(part) if f.endswith(".kafkatool-tmp")], n
     assert n > 10, n
+
+
+def test_ctrl_c_during_the_restore_says_how_to_finish(fast_tmp: Path) -> None:
+    scene = Scene(fast_tmp, lambda sc: fk("truncate", "--execute", "--backup-dir", sc.bk, sc.t0, sc.u1))
+    p = forked("restore", "--execute", "--quiet", str(scene.bk), interrupt_at=3, stderr=True)
+    assert p.returncode == 130, p
+    assert "interrupted during --execute" in p.stderr and "run the same command again" in p.stderr, p
+    assert "Traceback" not in p.stderr
+    assert fk("restore", "--execute", scene.bk).code == 0
+    assert scene.is_original()

@@ -127,7 +127,15 @@ def restore(backup_dir, execute, log_dirs, force, fmt, quiet) -> None:
                 sys.stderr.write(f"kafkatool restore: refused, nothing was written ({plural(len(plan.problems), 'problem')})\n")
                 sys.exit(ExitCode.USAGE)
             if execute and plan.needs_changes:
-                report = apply_restore(plan)
+                try:
+                    report = apply_restore(plan)
+                except KeyboardInterrupt:
+                    out.flush()
+                    sys.stderr.write(("\n" if sys.stderr.isatty() else "")
+                                     + "kafkatool restore: interrupted during --execute; each file is either what it "
+                                       "was or restored (every file is replaced atomically): run the same command "
+                                       "again to finish\n")
+                    sys.exit(ExitCode.INTERRUPTED)
         finally:
             for lock in locks:
                 lock.release()
