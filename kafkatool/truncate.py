@@ -623,22 +623,50 @@ def _cut_for(log_path, base, st, kept, removed, n, first, last, dropped_runs, ga
                       dropped, dropped_offsets, tuple(gaps), tuple(rejected), st.st_ino)
 
 
+def _final_entry_refused(builder: IndexBuilder) -> IndexAppendError | None:
+    """recover()'s last step, ``timeIndex.maybeAppend(max ts, its offset, skipFullCheck)`` (§12.2
+    step 6): None when it is taken, else the InvalidOffsetException it throws (the offset of the
+    maximum timestamp is below the last time entry's: offsets went backwards between entries)."""
+    try:
+        builder.finish()
+    except IndexAppendError as e:
+        return e
+    return None
+
+
+def _finish_or_empty(builder: IndexBuilder) -> tuple[bytes, bytes]:
+    """The rebuilt index files, or two empty ones when recovery's final time entry is refused: what
+    the broker leaves after truncating such a segment to its base offset (every entry removed)."""
+    try:
+        return builder.finish()
+    except IndexAppendError:
+        return b"", b""
+
+
 def _scan_cutting(log_path: str, fd: int, base: int, st: os.stat_result, interval: int):
     """Recovery's cut: everything from the first batch it refuses to the end of the file."""
     size = st.st_size
     builder = _new_builder(log_path, base, interval)
     w = _walk(log_path, base, builder, 0, markers="after")
-    if w.stop is None:
-        return None, None, *builder.finish()
     if w.kind in ("overflow", "fatal"):
         return None, _refusal(log_path, w), b"", b""
     n, first, last, cut, reason = w.batches, w.first, w.last, w.end, w.reason
     resume = w
+    to_base = None  # LogLoader.recoverLog: InvalidOffsetException, segment.truncateTo(baseOffset)
     if w.kind == "invalid_offset":
-        # LogLoader.recoverLog: segment.truncateTo(baseOffset) cuts where OffsetIndex.lookup(baseOffset)
-        # points in the index as recovery left it (usually byte 0: the segment is emptied)
-        _off, cut = lookup_offset(w.index_entries, base, base)
-        reason = (f"{w.reason}: the broker's recovery fails here (InvalidOffsetException) and truncates the segment "
+        # thrown by an index append in the loop: the index as recovery left it
+        to_base, entries = w.reason, w.index_entries
+    else:
+        final = _final_entry_refused(builder)
+        if final is None and w.stop is None:
+            return None, None, *builder.finish()
+        if final is not None:
+            # recover() has already cut the log at validBytes when its last step throws
+            to_base, entries = f"{log_path}: the final time index entry: {final.message}", tuple(builder.offset_entries)
+    if to_base is not None:
+        # truncateTo(baseOffset) cuts where OffsetIndex.lookup(baseOffset) points (usually byte 0: emptied)
+        _off, cut = lookup_offset(entries, base, base)
+        reason = (f"{to_base}: the broker's recovery fails here (InvalidOffsetException) and truncates the segment "
                   f"to its base offset {base}" + (f", which its partly rebuilt index places at byte {cut}" if cut else
                                                    ", emptying it"))
         builder = _new_builder(log_path, base, interval)
@@ -649,17 +677,29 @@ def _scan_cutting(log_path: str, fd: int, base: int, st: os.stat_result, interva
     runs = _runs_after(log_path, fd, base, resume, size, [])
     chain = [runs[i] for i in _chain(runs, base - 1 if last is None else last)]
     kept = [(0, cut)] if cut else []
-    return _cut_for(log_path, base, st, kept, removed, n, first, last, chain), None, *builder.finish()
+    return _cut_for(log_path, base, st, kept, removed, n, first, last, chain), None, *_finish_or_empty(builder)
+
+
+def _final_refusal(log_path: str, final: IndexAppendError) -> Refusal:
+    return Refusal(log_path, None, (
+        f"{log_path}: the final time index entry of the batches --keep-valid-after would keep is refused "
+        f"({final.message}): the broker's recovery fails on them (InvalidOffsetException) and empties the "
+        "segment; run without --keep-valid-after to cut as recovery does; nothing is changed in this partition"))
 
 
 def _scan_keeping(log_path: str, fd: int, base: int, st: os.stat_result, interval: int):
     """--keep-valid-after: remove only what recovery refuses, keep every intact batch that fits."""
     size = st.st_size
-    w = _walk(log_path, base, _counter(base), 0, markers="refuse")
+    # the batches before the first damage: indexed as they are walked (a clean segment is read once)
+    builder = _new_builder(log_path, base, interval)
+    w = _walk(log_path, base, builder, 0, markers="refuse")
     if w.kind in ("overflow", "fatal"):
         return None, _refusal(log_path, w), b"", b""
+    if w.stop is None:
+        final = _final_entry_refused(builder)
+        return (None, None, *builder.finish()) if final is None else (None, _final_refusal(log_path, final), b"", b"")
     rejected: list[Rejected] = []
-    runs = _runs_after(log_path, fd, base, w, size, rejected) if w.stop is not None else []
+    runs = _runs_after(log_path, fd, base, w, size, rejected)
     last_before = base - 1 if w.last is None else w.last
     chosen = set(_chain(runs, last_before))
     for i, r in enumerate(runs):
@@ -668,15 +708,13 @@ def _scan_keeping(log_path: str, fd: int, base: int, st: os.stat_result, interva
                    if r.first <= last_before else
                    f"offsets {r.first}-{r.last} do not fit between the intact batches around them")
             rejected.append(Rejected(r.start, r.end, r.batches, r.first, r.last, why))
-    # the kept runs, indexed for their new layout; a batch the index refuses is removed on its own
-    builder = _new_builder(log_path, base, interval)
-    kept: list[tuple[int, int]] = []
-    events: list[tuple[int, str]] = []  # (position, why) of what each removed region starts with
+    # the kept runs, indexed for their new layout after the first ones; a batch the index refuses
+    # is removed on its own
+    kept: list[tuple[int, int]] = [(0, w.end)] if w.batches else []
+    events: list[tuple[int, str]] = [(w.stop, w.reason)]  # (position, why) of what each removed region starts with
     gaps: list[tuple[int, int]] = []
-    n, first, last = 0, None, None
-    todo = ([w] if w.batches else []) + [runs[i] for i in sorted(chosen)]
-    if w.stop is not None:
-        events.append((w.stop, w.reason))
+    n, first, last = w.batches, w.first, w.last
+    todo = [runs[i] for i in sorted(chosen)]
     for r in runs:
         if r.stop is not None:
             events.append((r.stop, r.reason))
@@ -702,8 +740,9 @@ def _scan_keeping(log_path: str, fd: int, base: int, st: os.stat_result, interva
                 return None, _refusal(log_path, part), b"", b""
             events.append((part.stop, part.reason))
             pos = part.frame_end if part.frame_end is not None else run.end
-    if kept == [(0, size)]:
-        return None, None, *builder.finish()
+    final = _final_entry_refused(builder)
+    if final is not None:
+        return None, _final_refusal(log_path, final), b"", b""
     removed: list[Region] = []
     at = 0
     for s, e in kept + [(size, size)]:

@@ -284,6 +284,38 @@ def test_time_index_offset_going_backwards_empties_the_segment(run, tmp_path: Pa
     assert "InvalidOffsetException" in cut["removed"][0]["reason"]
 
 
+@pytest.mark.parametrize("tail", ["", "bad batch after"])
+def test_final_time_entry_refused_empties_the_segment(run, tmp_path: Path, tail: str) -> None:
+    # interval I = len(b1): b1 is indexed (at byte len(b0) > I): time entry (300, offset 10); b2 is
+    # not (I bytes after it, not more) and brings the max timestamp 500 at offset 5. recover()'s
+    # last step, timeIndex.maybeAppend(500, 5, skipFullCheck), throws InvalidOffsetException
+    # (5 < 10), outside its try: LogLoader truncates the segment to its base offset; lookup(0) over
+    # the offset index [(10, len(b0))] finds no entry <= 0: byte 0, the segment is emptied. A bad
+    # batch after b2 changes nothing: recover() had cut there before its last step threw.
+    b0 = batch(0, [record(0, b"k", b"a" * 150)], ts=100)
+    b1 = batch(10, [record(0, b"k", b"b" * 100)], ts=300)
+    b2 = batch(5, [record(0, b"k", b"c")], ts=500)
+    interval = len(b1)
+    assert len(b0) > interval
+    bad = bytearray(data(11))
+    bad[90] ^= 1
+    seg = b0 + b1 + b2 + (bytes(bad) if tail else b"")
+    part = partition(tmp_path, (0, seg))
+    r = run("truncate", "--index-interval-bytes", str(interval), "--format", "jsonl", str(part))
+    assert r.code == 1, r
+    (plan,), _ = jsonl(r)
+    (cut,) = plan["segments"]
+    assert cut["kept"] == [] and [(x["start"], x["end"]) for x in cut["removed"]] == [(0, len(seg))]
+    assert "final time index entry" in cut["removed"][0]["reason"] and plan["newLogEnd"] == 0
+    r = run("truncate", "--execute", "--index-interval-bytes", str(interval), "--backup-dir", str(tmp_path / "bk"),
+            str(part))
+    assert r.code == 0 and (part / f"{SEG0}.log").read_bytes() == b"", r
+    # --keep-valid-after cannot keep these batches either: refused, nothing changed
+    part2 = partition(tmp_path / "k", (0, seg))
+    r = run("truncate", "--keep-valid-after", "--execute", "--index-interval-bytes", str(interval), str(part2))
+    assert r.code == 2 and "final time index entry" in r.err and files(part2) == {f"{SEG0}.log": seg}, r
+
+
 # --------------------------------------------------------------------------- --keep-valid-after: candidates that fit
 
 
