@@ -39,6 +39,7 @@ from kafkatool.safety import (
     fault_point,
     fsync_dir,
     fsync_fd,
+    iter_range,
     read_manifest,
     write_all,
     write_error,
@@ -380,19 +381,20 @@ def _open_temp(target: str) -> tuple[int, str]:
 
 
 def _copy(src: int, dst: int, start: int, end: int | None, digest, src_path: str, dst_path: str) -> None:
-    pos = start
-    while end is None or pos < end:
-        try:
-            piece = os.pread(src, COPY_CHUNK if end is None else min(COPY_CHUNK, end - pos), pos)
-        except OSError as e:
-            raise RestoreError(f"cannot read: {e.strerror}", path=src_path, position=pos) from None
-        if not piece:
-            if end is None:
-                return
-            raise RestoreError(f"the file ended at byte {pos}, before {end}", path=src_path, position=pos)
+    for piece in iter_range(src, start, end, src_path):
         write_all(dst, piece, dst_path)
         digest.update(piece)
-        pos += len(piece)
+
+
+def _remove(path: str) -> None:
+    """Remove a file (gone already is fine) and fsync its directory; an error names the file."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise write_error(e, path, "remove") from None
+    fsync_dir(os.path.dirname(path))
 
 
 def _open_read(path: str) -> int:
@@ -408,13 +410,7 @@ def _undo(root: str, step: RestoreStep, log_dir: str) -> bool:
     target = os.path.join(log_dir, e.path)
     directory = os.path.dirname(target)
     if step.action == "remove":
-        try:
-            os.unlink(target)
-        except FileNotFoundError:
-            pass
-        except OSError as err:
-            raise write_error(err, target, "remove") from None
-        fsync_dir(directory)
+        _remove(target)
         return True
     assert e.original is not None
     fd, tmp = _open_temp(target)
@@ -485,16 +481,9 @@ def apply_restore(plan: RestorePlan) -> RestoreReport:
 
     removed = remove_staging_dirs([p for p in plan.leftovers if is_staging_dir(p)])
     for p in plan.leftovers:
-        if p in removed:
-            continue
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            raise write_error(e, p, "remove") from None
-        fsync_dir(os.path.dirname(p))
-        fault_point("after removing a leftover")
+        if p not in removed:
+            _remove(p)
+            fault_point("after removing a leftover")
     todo = sorted(((step, f) for f in plan.files for step in f.steps), key=lambda sf: -sf[0].entry.seq)
     not_owned: list[str] = []
     for step, f in todo:

@@ -25,7 +25,7 @@ import stat
 import struct
 import time
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.segment import files as names
@@ -159,6 +159,23 @@ def hash_file(path: str, *, dir_fd: int | None = None) -> tuple[int, str]:
     finally:
         os.close(fd)
     return size, digest.hexdigest()
+
+
+def iter_range(fd: int, start: int, end: int | None, path: str) -> Iterator[bytes]:
+    """The bytes ``[start, end)`` of ``fd`` (to its end when ``end`` is None), 1 MiB at a time; a read
+    error or a file that ends before ``end`` is a :class:`RepairError` naming ``path`` and the position."""
+    pos = start
+    while end is None or pos < end:
+        try:
+            piece = os.pread(fd, COPY_CHUNK if end is None else min(COPY_CHUNK, end - pos), pos)
+        except OSError as e:
+            raise RepairError(f"cannot read: {e.strerror}", path=path, position=pos) from None
+        if not piece:
+            if end is None:
+                return
+            raise RepairError(f"the file ended at byte {pos}, before byte {end}", path=path, position=pos)
+        yield piece
+        pos += len(piece)
 
 
 def log_dir_of(partition_dir: str) -> str:
@@ -921,20 +938,11 @@ class Backup:
         digest = hashlib.sha256()
         try:
             try:
-                pos = start
-                while pos < end:
-                    try:
-                        piece = os.pread(src_fd, min(COPY_CHUNK, end - pos), pos)
-                    except OSError as e:
-                        raise RepairError(f"cannot read: {e.strerror}", path=src_path, position=pos) from None
-                    if not piece:
-                        raise RepairError(f"the file ended at byte {pos} while bytes up to {end} were being backed up",
-                                          path=src_path, position=pos)
+                for piece in iter_range(src_fd, start, end, src_path):
                     write_all(fd, piece, where)
                     digest.update(piece)
                     for h in hashers:
                         h.update(piece)
-                    pos += len(piece)
                 _take_owner(fd, st, where)
                 fsync_fd(fd, where)
             finally:
@@ -1025,17 +1033,9 @@ class TruncateBackup(Backup):
 
     @staticmethod
     def _hash_range(fd: int, start: int, end: int, hashers: Sequence, path: str) -> int:
-        pos = start
-        while pos < end:
-            try:
-                piece = os.pread(fd, min(COPY_CHUNK, end - pos), pos)
-            except OSError as e:
-                raise RepairError(f"cannot read: {e.strerror}", path=path, position=pos) from None
-            if not piece:
-                raise RepairError(f"the file ended at byte {pos}, before {end}", path=path, position=pos)
+        for piece in iter_range(fd, start, end, path):
             for h in hashers:
                 h.update(piece)
-            pos += len(piece)
         return end - start
 
     def save_range(self, log_path: str, start: int, src, size: int, original_size: int, result_size: int,
