@@ -10,7 +10,7 @@ now streams them: these tests run the CLI on such files in a subprocess, output 
 The bombs are built here by hand, independently of kafkatool's encoder: the v2 batch
 header packed field by field (spec §4.1) with the ``crc32c`` package's CRC, legacy
 messages per §5.1 with ``zlib.crc32``, payloads compressed with ``zstandard``, ``zlib``,
-``lz4.frame`` and raw ``snappy`` blocks in xerial framing (§7) directly. The expected
+``lz4.frame`` and raw ``snappy`` blocks, alone or in xerial framing (§7), directly. The expected
 record counts and last offsets of small bombs come from aiokafka's reading.
 
 Peak RSS is measured through a small intermediate process: it spawns the CLI and reports
@@ -136,6 +136,10 @@ def v2_bomb(n: int, codec: str, period: int = 1) -> bytes:
         payload, codec_id = lz4_payload(unit * repeat), 3
     elif codec == "snappy":
         payload, codec_id = snappy_xerial_payload(unit * repeat), 2
+    elif codec == "snappy-raw":  # one raw block, as librdkafka writes snappy
+        import snappy
+
+        payload, codec_id = snappy.compress(unit * repeat), 2
     else:
         raise ValueError(codec)
     return v2_batch(payload, count=n, codec=codec_id, last_offset_delta=period - 1)
@@ -244,6 +248,7 @@ def bombs(tmp_path_factory) -> dict[str, Path]:
         "gzip": write_segment(root / "gzip-0", v2_bomb(N_V2, "gzip")),
         "lz4": write_segment(root / "lz4-0", v2_bomb(N_V2, "lz4")),
         "snappy": write_segment(root / "snappy-0", v2_bomb(N_V2, "snappy")),
+        "snappy-raw": write_segment(root / "snappyraw-0", v2_bomb(N_V2, "snappy-raw")),
         "v0": write_segment(root / "v0-0", legacy_bomb(N_LEGACY, magic=0, distinct=False)),
         "v1": write_segment(root / "v1-0", legacy_bomb(N_LEGACY, magic=1, distinct=False)),
     }
@@ -256,7 +261,7 @@ def assert_flat(args: tuple[str, ...], expected_exit: int) -> None:
     assert rss < LIMIT_KIB, f"peak RSS {rss / 1024:.0f} MiB for kafkatool {' '.join(args)}"
 
 
-@pytest.mark.parametrize("codec", ["zstd", "gzip", "lz4", "snappy"])
+@pytest.mark.parametrize("codec", ["zstd", "gzip", "lz4", "snappy", "snappy-raw"])
 def test_verify_deep_of_a_v2_record_count_bomb_stays_flat(bombs, codec):
     # exit 1: every record has offset delta 0 (record_offset_invalid), yet only memory is tested here
     assert_flat(("verify", "--deep", "-q", str(bombs[codec])), 1)
@@ -347,7 +352,7 @@ if __name__ == "__main__":  # write bombs for a measurement by hand
     ap.add_argument("--records", type=int, default=10_000_000)
     ap.add_argument("--legacy", type=int, default=5_000_000)
     a = ap.parse_args()
-    for codec in ("zstd", "gzip", "lz4", "snappy"):
+    for codec in ("zstd", "gzip", "lz4", "snappy", "snappy-raw"):
         p = write_segment(a.dir / f"{codec}-0", v2_bomb(a.records, codec))
         print(p, p.stat().st_size)
     for magic in (0, 1):

@@ -611,3 +611,75 @@ def test_a_zstd_window_beyond_kafkas_limit_is_refused():
         else:
             with pytest.raises(CompressionError, match="Frame requires too much memory"):
                 decompress(Codec.ZSTD, frame)
+
+
+@st.composite
+def snappy_blocks(draw):
+    """Raw snappy blocks (python-snappy's compressor), often damaged."""
+    kind = draw(st.sampled_from(["random", "few", "periodic"]))
+    size = draw(st.integers(0, 2500))
+    if kind == "random":
+        data = draw(st.binary(min_size=size, max_size=size))
+    elif kind == "few":
+        data = bytes(draw(st.lists(st.integers(0, 2), min_size=size, max_size=size)))
+    else:
+        data = (draw(st.binary(min_size=1, max_size=9)) * size)[:size]
+    import snappy
+
+    block = bytearray(snappy.compress(data))
+    for _ in range(draw(st.integers(0, 2))):
+        if not block:
+            break
+        if draw(st.booleans()):
+            block[draw(st.integers(0, len(block) - 1))] = draw(st.integers(0, 255))
+        else:
+            del block[draw(st.integers(0, len(block) - 1)) :]
+    return bytes(block)
+
+
+@settings(max_examples=150)
+@given(snappy_blocks(), st.integers(1, 300), st.sampled_from([64, 1000, 1 << 20]))
+def test_a_large_raw_snappy_block_streams_as_the_library_decodes_it(block, chunk_size, window):
+    """A raw block beyond 4 MiB (librdkafka writes raw snappy) is decoded element by element,
+    keeping a window for its copies; what it cannot decode (damage, a copy from beyond the
+    window) goes to the library. Here every block takes that path, with small windows."""
+    import snappy
+
+    try:
+        expected = ("ok", snappy.uncompress(block))
+    except Exception:
+        expected = ("error",)
+    saved = (compression_mod._SNAPPY_WHOLE, compression_mod._SNAPPY_WINDOW)
+    compression_mod._SNAPPY_WHOLE, compression_mod._SNAPPY_WINDOW = 0, window
+    try:
+        chunks = list(iter_decompress(Codec.SNAPPY, block, chunk_size=chunk_size)) if block else []
+        got = ("ok", b"".join(chunks))
+    except CompressionError:
+        got = ("error",)
+    finally:
+        compression_mod._SNAPPY_WHOLE, compression_mod._SNAPPY_WINDOW = saved
+    if block:
+        assert got == expected
+
+
+def test_a_large_raw_snappy_block_is_never_held_whole(monkeypatch):
+    import hashlib
+    import random
+    import tracemalloc
+
+    import snappy
+
+    monkeypatch.setattr(compression_mod, "_SNAPPY_WINDOW", 64 << 10)
+    monkeypatch.setattr(compression_mod, "STREAM_CHUNK", 64 << 10)
+    data = random.Random(1).randbytes(5 << 20) + bytes(range(7)) * 50_000  # > 4 MiB: one raw block, streamed
+    block = snappy.compress(data)
+    tracemalloc.start()
+    try:
+        digest = hashlib.sha256()
+        for chunk in iter_decompress(Codec.SNAPPY, block):
+            digest.update(chunk)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert digest.digest() == hashlib.sha256(data).digest()
+    assert peak < 1 << 20  # a window and a chunk, not the 5.3 MiB

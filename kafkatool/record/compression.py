@@ -35,8 +35,8 @@ __all__ = [
 #: the cap bounds the time a bomb costs.
 DEFAULT_MAX_DECOMPRESSED = 512 * 1024 * 1024
 
-#: Output chunk of :func:`iter_decompress` for gzip and zstd (lz4 and snappy yield whole
-#: blocks: at most 4 MiB for lz4, 32 KiB for the xerial chunks Kafka writes).
+#: Output chunk of :func:`iter_decompress` for gzip, zstd and large snappy blocks (lz4
+#: yields whole blocks: at most 4 MiB).
 STREAM_CHUNK = 1 << 20
 _FEED = 64 * 1024  # compressed bytes given to zlib per call: its unconsumed tail stays small
 
@@ -150,43 +150,126 @@ def _snappy_compress(data: bytes, level: int | None, magic: int) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_raw(snappy, block: bytes | memoryview, budget: int, max_output: int) -> bytes:
-    """One raw snappy block, refused before it is inflated when it would take the output
-    past ``budget`` (what is left of the cap ``max_output``, which the message names)."""
-    n = _uncompressed_length_snappy(block)
-    if n > budget:
-        raise _exceeds(max_output, "snappy")
+def _snappy_whole(snappy, block: bytes | memoryview) -> bytes:
     try:
         return bytes(snappy.uncompress(bytes(block)))
     except Exception as e:  # python-snappy/cramjam raise their own error types
         raise CompressionError(f"Failed to decompress record stream (snappy: {e})") from None
 
 
-def _uncompressed_length_snappy(block: bytes | memoryview) -> int:
-    # A raw snappy block starts with its uncompressed length as an unsigned varint.
+#: A raw snappy block that says it holds more than this is decoded as a stream, its output
+#: in chunks, keeping the last _SNAPPY_WINDOW bytes for its copies to refer to (the snappy
+#: compressors work in 64 KiB blocks: their copies never reach further back).
+_SNAPPY_WHOLE = 4 << 20
+_SNAPPY_WINDOW = 1 << 20
+
+
+def _snappy_block_chunks(snappy, block: bytes | memoryview, budget: int, max_output: int, chunk_size: int) -> Iterator[bytes]:
+    """One raw snappy block in chunks, refused before it is inflated when it would take the
+    output past ``budget`` (what is left of the cap ``max_output``, which the message names)."""
+    n, start = _uncompressed_length_snappy(block)
+    if n > budget:
+        raise _exceeds(max_output, "snappy")
+    if n <= _SNAPPY_WHOLE:
+        out = _snappy_whole(snappy, block)
+        if out:
+            yield out
+        return
+    # A large block is either a bomb or a rare big batch: decoded here, element by element
+    # (format_description.txt of google/snappy), so that its output is never held whole.
+    # Whatever this loop cannot decode (a malformed block, a copy from beyond the window)
+    # goes to the library whole, for its error or, if it does decode, for the rest.
+    mv = memoryview(block)
+    end = len(mv)
+    i = start
+    hist = bytearray()  # the window, then the output not yielded yet (the last `pending` bytes)
+    pending = produced = 0
+    window = _SNAPPY_WINDOW
+    from_bytes = int.from_bytes
+    while i < end:
+        tag = mv[i]
+        i += 1
+        kind = tag & 3
+        if kind == 0:  # literal
+            length = (tag >> 2) + 1
+            if length > 60:
+                k = length - 60
+                if i + k > end:
+                    break
+                length = from_bytes(mv[i : i + k], "little") + 1
+                i += k
+            if i + length > end or produced + length > n:
+                break
+            hist += mv[i : i + length]
+            i += length
+        else:
+            if kind == 1:
+                if i >= end:
+                    break
+                length = ((tag >> 2) & 7) + 4
+                offset = ((tag >> 5) << 8) | mv[i]
+                i += 1
+            elif kind == 2:
+                if i + 2 > end:
+                    break
+                length = (tag >> 2) + 1
+                offset = mv[i] | (mv[i + 1] << 8)
+                i += 2
+            else:
+                if i + 4 > end:
+                    break
+                length = (tag >> 2) + 1
+                offset = from_bytes(mv[i : i + 4], "little")
+                i += 4
+            if offset == 0 or offset > len(hist) or produced + length > n:
+                break
+            at = len(hist) - offset
+            if length <= offset:
+                hist += hist[at : at + length]
+            else:  # overlapping: the last `offset` bytes repeat
+                hist += (hist[at:] * (length // offset + 1))[:length]
+        produced += length
+        pending += length
+        if pending >= chunk_size:
+            yield bytes(memoryview(hist)[len(hist) - pending :])
+            pending = 0
+            if len(hist) > 2 * window:
+                del hist[: len(hist) - window]
+    else:
+        if produced == n:
+            if pending:
+                yield bytes(memoryview(hist)[len(hist) - pending :])
+            return
+    out = _snappy_whole(snappy, block)  # raises the library's error, or decodes what this could not
+    done = produced - pending
+    if len(out) > done:
+        yield out[done:]
+
+
+def _uncompressed_length_snappy(block: bytes | memoryview) -> tuple[int, int]:
+    # A raw snappy block starts with its uncompressed length as an unsigned varint:
+    # (length, where the elements start).
     raw = 0
     shift = 0
     for i in range(min(5, len(block))):
         b = block[i]
         raw |= (b & 0x7F) << shift
         if b < 0x80:
-            return raw
+            return raw, i + 1
         shift += 7
     raise CompressionError("Failed to decompress record stream (snappy: bad block length)")
 
 
-def _snappy_chunks(data: bytes | memoryview, max_output: int) -> Iterator[bytes]:
-    # One xerial chunk at a time. A stream that is not xerial-framed is one raw block,
-    # decompressed whole (raw snappy has no framing to stream by; its size is checked first).
+def _snappy_chunks(data: bytes | memoryview, max_output: int, chunk_size: int) -> Iterator[bytes]:
+    # One xerial chunk at a time (Kafka's are 32 KiB). A stream that is not xerial-framed is
+    # one raw block (librdkafka writes those), streamed when it is large.
     snappy = _require("snappy", "python-snappy")
     data = memoryview(data)
     if len(data) == 0:
         raise CompressionError("Failed to decompress record stream (Cannot decompress empty stream)")
     # xerial's reader: shorter than the header, or a different magic -> one raw block.
     if len(data) < 16 or bytes(data[:8]) != _SNAPPY_MAGIC:
-        block = _snappy_raw(snappy, data, max_output, max_output)
-        if block:
-            yield block
+        yield from _snappy_block_chunks(snappy, data, max_output, max_output, chunk_size)
         return
     total = 0
     pos = 16
@@ -203,11 +286,10 @@ def _snappy_chunks(data: bytes | memoryview, max_output: int) -> Iterator[bytes]
         pos += 4
         if pos + n > end:
             raise CompressionError("Failed to decompress record stream (snappy: truncated chunk)")
-        block = _snappy_raw(snappy, data[pos : pos + n], max_output - total, max_output)
-        total += len(block)
-        pos += n
-        if block:
+        for block in _snappy_block_chunks(snappy, data[pos : pos + n], max_output - total, max_output, chunk_size):
+            total += len(block)
             yield block
+        pos += n
 
 
 # --------------------------------------------------------------------------- lz4 (§7.4)
@@ -575,8 +657,8 @@ def iter_decompress(
 
     gzip chunks are at most ``chunk_size`` bytes (default :data:`STREAM_CHUNK`, read at
     the call), zstd ones too or one block (at most 128 KiB); lz4 yields whole blocks (at
-    most 4 MiB), snappy whole xerial chunks (or the whole stream when it is one raw
-    block). A failure raises :class:`CompressionError` after the chunks before it, so
+    most 4 MiB), snappy whole xerial chunks or raw blocks up to 4 MiB (larger ones in
+    chunks too). A failure raises :class:`CompressionError` after the chunks before it, so
     the chunks joined, or the error, are exactly what :func:`decompress` returns or
     raises. Nothing is decompressed until the first chunk is asked for.
     """
@@ -587,7 +669,7 @@ def iter_decompress(
     if codec == Codec.GZIP:
         return _gzip_chunks(data, max_output, chunk_size)
     if codec == Codec.SNAPPY:
-        return _snappy_chunks(data, max_output)
+        return _snappy_chunks(data, max_output, chunk_size)
     if codec == Codec.LZ4:
         return _lz4_chunks(data, max_output, magic, chunk_size)
     if codec == Codec.ZSTD:
