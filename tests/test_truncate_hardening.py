@@ -568,17 +568,22 @@ def test_an_unreadable_partition_dir_is_reported_and_the_others_are_planned(tmp_
         bad = good.parent / "b-0"
         bad.mkdir()
         (bad / f"{SEG0}.log").write_bytes(B0)
+        unreadable_log = good.parent / "c-0" / f"{SEG0}.log"
+        unreadable_log.parent.mkdir()
+        unreadable_log.write_bytes(B0)
         _world_readable_tree(top)
         bad.chmod(0)
+        unreadable_log.chmod(0)
         user = 65534 if os.geteuid() == 0 else None  # root reads anything: run as nobody
         r = kafkatool("truncate", "--format", "jsonl", str(good.parent), stderr=True, user=user)
         assert r.returncode == 2, r
         objs = [json.loads(line) for line in r.stdout.splitlines()]
         plans = [o for o in objs if o["type"] == "truncate_partition"]
         assert [p["partitionDir"] for p in plans] == [str(good)] and plans[0]["needsChanges"]
-        (problem,) = [o for o in objs if o["type"] == "truncate_problem"]
-        assert problem["path"] == str(bad) and "Permission denied" in problem["message"]
-        assert f"{bad}: " in r.stderr and "Permission denied" in r.stderr
+        problems = {o["path"]: o["message"] for o in objs if o["type"] == "truncate_problem"}
+        assert sorted(problems) == [str(bad), str(unreadable_log)] and "Permission denied" in problems[str(bad)]
+        assert "Permission denied" in problems[str(unreadable_log)]
+        assert f"{bad}: " in r.stderr and f"{unreadable_log}: " in r.stderr and "Permission denied" in r.stderr
         r = kafkatool("truncate", str(good.parent), stderr=True, user=user)
         assert r.returncode == 2 and f"{good}: 1 segment checked" in r.stdout and str(bad) in r.stderr
     finally:
@@ -923,3 +928,26 @@ def test_another_users_partition_is_an_error_naming_the_file(tmp_path: Path) -> 
             assert "internal error" not in r.stderr and files(part) == before
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize("no_exchange", ["0", "1"], ids=["exchange", "journal"])
+def test_two_runs_at_once_end_in_one_clean_state(tmp_path: Path, no_exchange: str) -> None:
+    from crash_helpers import whole_state
+
+    ref = _journal_partition(tmp_path / "ref")
+    assert kafkatool("truncate", "--execute", "--quiet", "--backup-dir", str(tmp_path / "ref-bk"), str(ref)).returncode == 0
+    new = whole_state(ref)
+    for attempt in range(3):
+        part = _journal_partition(tmp_path / f"a{attempt}")
+        env = dict(os.environ, PYTHONPATH=str(REPO), KAFKATOOL_NO_EXCHANGE=no_exchange)
+        runs = [subprocess.Popen([sys.executable, "-m", "kafkatool", "truncate", "--execute", "--quiet", "--backup-dir",
+                                  str(tmp_path / f"a{attempt}-bk{i}"), str(part)], env=env, stderr=subprocess.PIPE)
+                for i in range(2)]
+        results = [(p.wait(timeout=120), p.stderr.read().decode()) for p in runs]
+        assert all(code in (0, 2) for code, _ in results) and any(code == 0 for code, _ in results), results
+        for code, err in results:
+            if code == 2:  # the other run held the lock, or had changed the partition since this one planned
+                assert ".lock" in err or "since it was planned" in err, err
+        assert {k: v for k, v in whole_state(part).items() if k != ".lock"} == new
+        assert [d.name for d in part.parent.iterdir() if d.is_dir()] == [part.name]
+        assert kafkatool("truncate", str(part)).returncode == 0
