@@ -87,13 +87,18 @@ SELFCHECK_MIB = 40  # above verify's 32 MiB split threshold, so --jobs 2 really 
 
 #: ``-q`` on kafkatool's timed runs (``--quiet``); by default the summary is printed (to a file).
 QUIET: list[str] = []
+#: ``--compare DIR``: the tool that runs DIR's kafkatool (shallow, as ``kafkatool``), interleaved
+#: with the others in the same run, and the ``PYTHONPATH`` that makes its children import it.
+BEFORE = "kafkatool-base"
+BEFORE_PATH: list[str] = []
 
 
 def tool_command(tool: str, path: str, *, check: bool = False) -> list[str]:
     """The command line of ``tool`` on ``path``; ``check``: kafkatool prints JSON lines to be parsed."""
     if tool in KAFKATOOL_TOOLS:
         fmt = ["-q", "--format", "jsonl"] if check else QUIET
-        return [*bd.kafkatool_exe(), "verify", *KAFKATOOL_TOOLS[tool], *fmt, path]
+        prefix = ["env", f"PYTHONPATH={BEFORE_PATH[0]}"] if tool == BEFORE else []
+        return [*prefix, *bd.kafkatool_exe(), "verify", *KAFKATOOL_TOOLS[tool], *fmt, path]
     return [*bd.python_cmd(), os.path.join(HERE, PEERS[tool]), path]
 
 
@@ -226,7 +231,7 @@ class Result:
 def evaluate_targets(results: list[Result], fixed: dict[str, float], quick: bool) -> list[dict]:
     out: list[dict] = []
     for r in results:
-        if r.tool not in KAFKATOOL_TOOLS:
+        if r.tool not in KAFKATOOL_TOOLS or r.tool == BEFORE:
             continue
         full = r.file_bytes >= 0.9 * GiB
         if r.variant.startswith(TARGET_GBPS_VARIANT + "-") and r.tool != "kafkatool-deep":
@@ -298,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--live", action="store_true", help="run the working tree's kafkatool, not a snapshot taken at the start")
     ap.add_argument("--tree", metavar="DIR", help="measure the kafkatool package of another checkout (DIR/kafkatool, its extension built), snapshotted like the working tree's")
     ap.add_argument("--quiet", action="store_true", help="run kafkatool with -q (no summary on standard error)")
+    ap.add_argument("--compare", metavar="DIR", help=f"also run the kafkatool of another checkout (DIR/kafkatool, its extension built) as the tool {BEFORE}, interleaved with the others: before/after ratios measured side by side")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="directory for the JSON report")
     ap.add_argument("--seed", type=int, default=gen.DEFAULT_SEED)
     args = ap.parse_args(argv)
@@ -326,8 +332,24 @@ def main(argv: list[str] | None = None) -> int:
         started_versions = bd.versions()
         started_versions["tree"] = tree
         log(f"measuring the kafkatool of {tree}")
+    if args.compare:
+        other = os.path.abspath(args.compare)
+        if not os.path.isfile(os.path.join(other, "kafkatool", "__init__.py")):
+            ap.error(f"{other} holds no kafkatool package")
+        repo, bd.REPO = bd.REPO, other
+        other_snapshot = bd.snapshot_kafkatool(root)
+        bd.REPO = repo
+        started_versions["compare"] = {"tree": other, "snapshot": other_snapshot}
+        KAFKATOOL_TOOLS[BEFORE] = []
+        if BEFORE not in tools:
+            tools.insert(1 if tools and tools[0] == "kafkatool" else 0, BEFORE)
     snapshot = None if args.live else bd.snapshot_kafkatool(root)
     bd.set_child_env(root, snapshot, args.clean_start)
+    if args.compare:
+        # the children's PYTHONPATH with the other snapshot in place of the one under test
+        rest = [p for p in (bd.CHILD_ENV or {}).get("PYTHONPATH", "").split(os.pathsep) if p and p not in (snapshot, bd.REPO)]
+        BEFORE_PATH[:] = [os.pathsep.join([other_snapshot, *rest])]
+        log(f"{BEFORE}: the kafkatool of {other} (snapshot {other_snapshot})")
     kt_info = bd.child_kafkatool_info()
     started_versions["kafkatool_speedups"] = kt_info["speedups"]
     load = bd.announce_under_test(log, kt_info["location"], started_versions, snapshot)
