@@ -139,6 +139,8 @@ _INT32_MAX = 2147483647
 _SEGMENT_KINDS = (names.FileKind.LOG, names.FileKind.INDEX, names.FileKind.TIMEINDEX, names.FileKind.TXNINDEX)
 _HASH_LIMIT = 16 << 20
 """Files up to this size get a sha256 in the journal (indexes, snapshots, small segments)."""
+_MARKER_READ_LIMIT = 16 << 20
+"""A control batch larger than this is not read for its marker (a transaction marker is 78 bytes)."""
 _MAX_HEADER_ZEROS = 11
 """An entry's first non-zero byte is at most its 12th: offset (8 bytes, may be 0) and a size >= 14."""
 
@@ -390,7 +392,7 @@ def _walk(log_path: str, base: int, builder: IndexBuilder, start: int, *, marker
         if markers == "refuse" and batch.attributes & 0x20 and batch.producer_id >= 0:
             if not fds:
                 fds.append(os.open(log_path, os.O_RDONLY))
-            data = os.pread(fds[0], batch.size, batch.position) if batch.size <= _HASH_LIMIT else None
+            data = os.pread(fds[0], batch.size, batch.position) if batch.size <= _MARKER_READ_LIMIT else None
             problem = _marker_problem(batch, data)
             if problem is not None:
                 found["kind"] = "marker"
@@ -502,7 +504,7 @@ def _resync_from(log_path: str, fd: int, pos: int, size: int) -> int | None:
     return _resync(log_path, max(pos, z - _MAX_HEADER_ZEROS), size)
 
 
-def _next_candidate(log_path: str, fd: int, base: int, w: _Walk, size: int,
+def _next_candidate(log_path: str, fd: int, w: _Walk, size: int,
                     rejected: list[Rejected]) -> int | None:
     """Where to look for intact batches after what ended ``w``.
 
@@ -544,7 +546,7 @@ def _runs_after(log_path: str, fd: int, base: int, w: _Walk, size: int,
     """Every stretch of intact batches after ``w`` (counted, not indexed), in file order."""
     runs: list[_Walk] = []
     while w.stop is not None:
-        pos = _next_candidate(log_path, fd, base, w, size, rejected)
+        pos = _next_candidate(log_path, fd, w, size, rejected)
         if pos is None:
             break
         w = _walk(log_path, base, _counter(base), pos, markers="refuse")
