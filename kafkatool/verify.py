@@ -1274,18 +1274,20 @@ def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts
     # The records are checked as they are decoded, a few thousand at a time, so memory stays
     # flat whatever the batch's record count; their findings count only if the whole batch
     # decodes (else the decoding error is the one finding, as when it was decoded first).
-    found: list[Finding] = []
+    mark = len(out)
     try:
         chunks = batch_record_chunks(b, data, max_decompressed=opts.max_decompressed)
         if b.magic >= 2:
-            _check_v2_records(b, chunks, _Adder(found, path, b, index))
+            _check_v2_records(b, chunks, add)
         else:
-            _check_legacy_records(b, chunks, _Adder(found, path, b, index))
+            _check_legacy_records(b, chunks, add)
     except CompressionError as e:
+        del out[mark:]
         kind = "decompressed_too_large" if "exceeds the limit" in e.message else "decompression_failed"
         add(kind, e.message, position=pos + (e.position or 0))
         return
     except (InvalidRecordError, CorruptRecordError) as e:
+        del out[mark:]
         msg = e.message
         where = pos + (e.position or 0)
         if "record count" in msg or "declared batch size" in msg:
@@ -1295,14 +1297,11 @@ def _deep_checks(b: Batch, data, path: str, index: int, out: list[Finding], opts
         else:
             add("invalid_record", msg, position=where)
         return
-    out.extend(found)
 
 
 def _check_v2_records(b: Batch, chunks, add: _Adder) -> None:
     """The record checks of a v2 batch, chunk by chunk; at most one finding per check, in
     a fixed order (offsets, timestamps, control records)."""
-    from kafkatool.record.control import ControlType, decode_control_key, decode_end_txn_marker, decode_kraft_control
-
     lod = b.last_offset_delta
     base = b.offset
     max_ts = b.max_timestamp
@@ -1324,6 +1323,8 @@ def _check_v2_records(b: Batch, chunks, add: _Adder) -> None:
                     timestamps_bad = ("record_timestamp_invalid", f"record {r.offset} has timestamp {r.timestamp} above the batch maxTimestamp {max_ts}", f"<= {max_ts}", r.timestamp)
                     break
         if check_controls and controls_bad is None:
+            from kafkatool.record.control import ControlType, decode_control_key, decode_end_txn_marker, decode_kraft_control
+
             for r in records:
                 try:
                     _v, type_id = decode_control_key(r.key)

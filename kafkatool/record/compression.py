@@ -403,9 +403,11 @@ def _lz4_chunks(data: bytes | memoryview, max_output: int, magic: int, chunk_siz
         lz4frame = _require("lz4.frame", "lz4")
         dctx = lz4frame.LZ4FrameDecompressor()
         feed = bytes(data)
+        # (python-lz4 allocates max_length up front: a small one costs less per batch)
+        limit = min(chunk_size, 1 << 18)
         while True:
             try:
-                out = dctx.decompress(feed, max_length=chunk_size)
+                out = dctx.decompress(feed, max_length=limit)
             except Exception as e:
                 raise CompressionError(f"Failed to decompress record stream (lz4: {e})") from None
             feed = b""
