@@ -344,6 +344,21 @@ def test_verify_deep_reports_the_same_finding_for_a_bomb(tmp_path):
     assert kinds == ["offset_delta_mismatch", "record_offset_invalid"]  # count 200000 with lastOffsetDelta 0
 
 
+def test_a_streamed_batch_that_fails_late_reports_only_its_decoding_error(tmp_path):
+    # 5000 records (streamed in chunks) whose offsets go wrong from the second one, and a
+    # count one higher than the records there are: the records' findings of the chunks
+    # checked before the failure are dropped; the decoding error is the batch's one finding
+    # about its records (as when the records were decoded first).
+    unit, repeat = record_pattern(5000, 1)
+    for codec, payload in ((0, unit * repeat), (4, zstd_payload(unit, repeat))):
+        path = write_segment(tmp_path / f"late{codec}-0", v2_batch(payload, count=5001, codec=codec, last_offset_delta=5000))
+        code, out, err = run_output("verify", "--deep", "--format", "jsonl", str(path))
+        assert code == 1, err
+        found = [json.loads(l) for l in out.splitlines() if '"kind"' in l]
+        assert [f["kind"] for f in found] == ["record_count_mismatch"], found
+        assert "premature EOF" in found[0]["message"]
+
+
 if __name__ == "__main__":  # write bombs for a measurement by hand
     import argparse
 
