@@ -373,11 +373,24 @@ def check_backup_location(backup_dir: str, log_dirs: Iterable[str]) -> None:
 
     Inside a partition dir or equal to the log dir, the whole-dir exchange swaps the backup
     out with the old state and removes it; anywhere else inside the log dir, a broker refuses
-    to load the log dir (a directory that is not a partition). Call it before anything is
-    written: before the lock (which may create ``.lock``) and before the first backup.
+    to load the log dir (a directory that is not a partition). A directory holding
+    ``meta.properties`` above the backup dir is a log dir too (another one of the broker's).
+    Call it before anything is written: before the lock (which may create ``.lock``) and
+    before the first backup.
     """
     given = os.path.abspath(backup_dir)
     real = os.path.realpath(backup_dir)
+    log_dirs = list(log_dirs)
+    # any other log dir of the broker (JBOD) too: a directory holding meta.properties
+    ancestor = real
+    while True:
+        if os.path.isfile(os.path.join(ancestor, names.META_PROPERTIES)):
+            log_dirs.append(ancestor)
+            break
+        parent = os.path.dirname(ancestor)
+        if parent == ancestor:
+            break
+        ancestor = parent
     for log_dir in log_dirs:
         real_log = os.path.realpath(log_dir)
         inside = real == real_log or real.startswith(real_log.rstrip(os.sep) + os.sep)

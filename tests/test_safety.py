@@ -229,6 +229,17 @@ def test_backup_dir_inside_the_log_dir_is_refused_before_anything_is_written(tmp
     assert not os.path.lexists(bk) or bk == logdir
 
 
+def test_backup_dir_inside_another_log_dir_of_the_broker_is_refused(tmp_path: Path) -> None:
+    part = build_partition(tmp_path / "disk1" / "t-0")
+    other = tmp_path / "disk2"
+    other.mkdir()
+    (other / "meta.properties").write_text("version=1\nnode.id=1\n")  # what marks a Kafka log dir
+    before = files_of(part)
+    r = kt("truncate", "--execute", "--backup-dir", other / "backups" / "bk", part)
+    assert r.code == 2 and str(other) in r.err and "log dir" in r.err, r
+    assert files_of(part) == before and not (other / "backups").exists()
+
+
 def test_backup_dir_beside_the_log_dir_is_fine(tmp_path: Path) -> None:
     part = build_partition(tmp_path / "logdir" / "t-0")
     r = kt("truncate", "--execute", "--backup-dir", tmp_path / "bk", part)
