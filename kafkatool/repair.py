@@ -85,7 +85,6 @@ from kafkatool.safety import (  # re-exported: the safety layer lived here first
     real_log_dir_of,
     read_or_none,
     sha256_hex,
-    write_durably,
 )
 
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off

@@ -565,7 +565,7 @@ def test_dry_run_warns_when_a_live_broker_holds_the_log_dir(run, tmp_path: Path)
         assert holder.stdout.readline().strip() == "locked"
         r = run("reindex", str(logdir))
         assert r.code == 1
-        assert f"warning: process {holder.pid} holds {logdir.resolve()}/.lock" in r.err
+        assert f"warning: PID {holder.pid} " in r.err and f" holds {logdir.resolve()}/.lock" in r.err
     finally:
         holder.stdin.close()
         holder.wait(timeout=10)

@@ -106,8 +106,6 @@ def _interrupted() -> None:
 def _os_error_message(e: OSError, argv: list[str] | None) -> str:
     """``file: reason`` (``file -> other: reason`` for a rename or a link), or, when the system named
     no file (a full disk found by a flush, a failed fsync), the reason and the command that met it."""
-    import os
-
     reason = e.strerror or str(e)
     names = [n for n in (e.filename, e.filename2) if n is not None]
     if names:

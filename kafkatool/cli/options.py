@@ -11,6 +11,7 @@ once, as pip-tools does.
 
 from __future__ import annotations
 
+import os
 import sys
 from contextlib import contextmanager
 from typing import Callable, Iterable, Iterator, Sequence
@@ -218,6 +219,21 @@ def refuse_bad_targets(targets, paths: Sequence[str], *, nothing_is_an_error: bo
     if nothing is not None and nothing_is_an_error:
         sys.stderr.write(f"kafkatool: error: {nothing}\n")
         sys.exit(ExitCode.USAGE)
+
+
+def warn_live_brokers(command: str, log_dirs, consequence: str) -> None:
+    """A dry run reads files a live broker may be changing: for each of ``log_dirs`` whose
+    ``.lock`` a process holds, one warning on standard error naming it, then ``consequence``."""
+    from kafkatool.safety import describe_pid, lock_holder
+
+    for d in log_dirs:
+        try:
+            pid = lock_holder(d)
+        except OSError:
+            continue
+        if pid is not None:
+            sys.stderr.write(f"kafkatool {command}: warning: {describe_pid(pid)} holds {os.path.join(d, '.lock')} "
+                             f"(a live broker?): {consequence}\n")
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:

@@ -21,6 +21,7 @@ from kafkatool.cli.options import (
     refuse_bad_targets,
     repair_options,
     safe_text_stream,
+    warn_live_brokers,
 )
 
 
@@ -132,25 +133,6 @@ def problem_object(problem) -> dict:
     return {"type": "reindex_problem", "path": problem.path, "kind": problem.kind, "message": problem.message}
 
 
-def _warn_live_brokers(log_dirs) -> None:
-    """A dry run plans against files a live broker may be changing: say so (with its PID)."""
-    from kafkatool import safety
-
-    holder_of = getattr(safety, "lock_holder", None)
-    if holder_of is None:
-        return
-    for d in log_dirs:
-        try:
-            pid = holder_of(d)
-        except OSError:
-            continue
-        if pid is None:
-            continue
-        who = f"process {pid}" if pid > 0 else "a process this system cannot name (another PID namespace?)"
-        sys.stderr.write(f"kafkatool reindex: warning: {who} holds {os.path.join(d, '.lock')} (a live broker?): "
-                         "its active segments' indexes change under this plan, and --execute refuses to run "
-                         "until it stops\n")
-
 
 @click.command(context_settings={"max_content_width": 100}, short_help="Rebuild wrong or missing .index, .timeindex and .txnindex files as the broker's recovery does (dry run unless --execute).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=str))
@@ -216,7 +198,9 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
             for d in dict.fromkeys(os.path.dirname(s) for s in segments):
                 check_partition_dir(d, allow_transitional)
         if not execute:
-            _warn_live_brokers(dict.fromkeys(log_dir_of(os.path.dirname(s)) for s in segments))
+            warn_live_brokers(
+                "reindex", dict.fromkeys(log_dir_of(os.path.dirname(s)) for s in segments),
+                "its active segments' indexes change under this plan, and --execute refuses to run until it stops")
         plans = []
         with exit_on_error(out):
             total = 0

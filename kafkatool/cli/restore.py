@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import exit_on_error, interruptible, plural, safe_text_stream
+from kafkatool.cli.options import exit_on_error, interruptible, plural, safe_text_stream, warn_live_brokers
 
 _WHAT = {
     "splice": "{n} back into the .log ({result} -> {original} bytes)",
@@ -61,19 +60,6 @@ def file_object(f, restored: bool | None = None) -> dict:
         obj["restored"] = restored
     return obj
 
-
-def _warn_live_brokers(log_dirs) -> None:
-    """A dry run compares files a live broker may be changing: say so, naming the process."""
-    from kafkatool.safety import describe_pid, lock_holder
-
-    for d in log_dirs:
-        try:
-            pid = lock_holder(d)
-        except OSError:
-            continue
-        if pid is not None:
-            sys.stderr.write(f"kafkatool restore: warning: {describe_pid(pid)} holds {os.path.join(d, '.lock')} "
-                             "(a live broker?): stop it first; --execute refuses to run until it stops\n")
 
 
 @click.command(context_settings={"max_content_width": 100},
@@ -140,7 +126,9 @@ def restore(backup_dir, execute, log_dirs, force, fmt, quiet) -> None:
             for lock in locks:
                 lock.release()
     if not execute and plan.needs_changes:
-        _warn_live_brokers(log_dirs_to_lock(plan))
+        warn_live_brokers(
+            "restore", log_dirs_to_lock(plan),
+            'stop it first; --execute refuses to run until it stops')
     needing = [f for f in plan.files if f.needs_changes]
     done = set(report.restored) if report is not None else set()
     if fmt == "jsonl":

@@ -19,6 +19,7 @@ from kafkatool.cli.options import (
     plural,
     repair_options,
     safe_text_stream,
+    warn_live_brokers,
 )
 
 
@@ -159,20 +160,6 @@ class _States(ApplyStates):
         return f"{partition_dir}: {how}: {describe_state(self.plans[partition_dir])}"
 
 
-def _warn_live_brokers(log_dirs) -> None:
-    """A dry run plans against files a live broker may be changing: say so, naming the process."""
-    from kafkatool.safety import describe_pid, lock_holder
-
-    for d in log_dirs:
-        try:
-            pid = lock_holder(d)
-        except OSError:
-            continue
-        if pid is not None:
-            sys.stderr.write(f"kafkatool truncate: warning: {describe_pid(pid)} holds {os.path.join(d, '.lock')} "
-                             "(a live broker?): this plan reads files it may be writing, and --execute refuses to "
-                             "run until it stops\n")
-
 
 @click.command(context_settings={"max_content_width": 100}, short_help="Cut invalid tails as the broker's recovery does, keeping every removed byte (dry run unless --execute).")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=str))
@@ -254,7 +241,9 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
             for p in plans:
                 check_partition_dir(p.partition_dir, allow_transitional)
         if not execute:
-            _warn_live_brokers(dict.fromkeys(log_dir_of(p.partition_dir) for p in plans))
+            warn_live_brokers(
+                "truncate", dict.fromkeys(log_dir_of(p.partition_dir) for p in plans),
+                'this plan reads files it may be writing, and --execute refuses to run until it stops')
 
     needing = [p for p in plans if p.needs_changes]
     reports: dict = {}

@@ -21,7 +21,6 @@ import time
 import unicodedata
 
 from kafkatool import dump as d
-from kafkatool.record.compression import codec_name
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import checkpoint_value
 from kafkatool.render.text import control_suffix
