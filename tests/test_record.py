@@ -529,9 +529,13 @@ def _legacy_reference(batch: Batch, data: bytes) -> list[Record]:
     return out
 
 
-def _wrapper(magic: int, codec: int, inner: bytes, offset: int, ts_type_bit: int = 0) -> bytes:
+def _wrapper(magic: int, codec: int, inner: bytes, offset: int, ts_type_bit: int = 0, damage=None) -> bytes:
     body = struct.pack(">bbq" if magic == 1 else ">bb", magic, codec | ts_type_bit, *((1234,) if magic == 1 else ()))
     value = compress(codec, inner, magic=magic)
+    if damage is not None:  # (at, xor): a compressed stream that fails, somewhere
+        value = bytearray(value)
+        value[damage[0] % len(value)] ^= damage[1]
+        value = bytes(value)
     body += struct.pack(">i", -1) + struct.pack(">i", len(value)) + value
     return struct.pack(">qiI", offset, len(body) + 4, zlib.crc32(body)) + body
 
@@ -558,7 +562,8 @@ def test_streamed_legacy_records_equal_the_whole_decode(inner, codec, offset, la
     magic, buf = inner
     if not buf:
         buf = b"\x00"  # (compressors need something)
-    raw = _wrapper(magic, codec, buf, offset, 0x08 if lat else 0)
+    damage = data.draw(st.none() | st.tuples(st.integers(0, 10**6), st.integers(1, 255)))
+    raw = _wrapper(magic, codec, buf, offset, 0x08 if lat else 0, damage)
     b = Batch(0, len(raw), offset, magic, 0, (codec | (0x08 if lat else 0)), 0, 1234, 1234, -1, -1, -1, None, -1, 0)
     expected = _outcome(_legacy_reference, b, raw)
     saved = (compression_mod.STREAM_CHUNK, legacy_mod.KEEP_INNER_MESSAGES)

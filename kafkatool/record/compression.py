@@ -28,6 +28,7 @@ __all__ = [
     "xxh32",
     "DEFAULT_MAX_DECOMPRESSED",
     "STREAM_CHUNK",
+    "StreamBuffer",
 ]
 
 #: Default cap on one batch's decompressed size: far above Kafka's largest legal batch
@@ -677,6 +678,46 @@ def iter_decompress(
     if codec == Codec.ZSTD:
         return _zstd_chunks(data, max_output, chunk_size)
     raise InvalidRecordError(f"Unknown compression type id: {codec}")
+
+
+class StreamBuffer:
+    """A carry-over buffer over a decompressed stream: ``buf[pos:]`` is what is read and not
+    consumed yet, and ``buf[0]`` is byte ``base`` of the stream. A reader consumes from
+    ``buf`` (moving ``pos``) and calls :meth:`read_more` when what is left is not enough;
+    ``final`` says the stream has ended, so ``buf`` holds all there is."""
+
+    __slots__ = ("stream", "buf", "base", "pos", "final")
+
+    def __init__(self, stream: Iterator[bytes]) -> None:
+        self.stream = stream
+        first = next(stream, b"")
+        second = next(stream, None)
+        self.final = second is None  # the usual batch: one chunk, used as it is
+        self.buf: bytes | bytearray = first if self.final else bytearray(first) + second
+        self.base = 0
+        self.pos = 0
+
+    def read_more(self) -> None:
+        """Drop what is consumed and append the next chunk, or set ``final``."""
+        chunk = next(self.stream, None)
+        if chunk is None:
+            self.final = True
+            return
+        buf = self.buf
+        if type(buf) is not bytearray:
+            buf = self.buf = bytearray(buf)
+        if self.pos:
+            del buf[: self.pos]
+            self.base += self.pos
+            self.pos = 0
+        buf += chunk
+
+    def drain(self) -> int:
+        """Read the stream to its end, raising what it raises: how many bytes were not consumed."""
+        n = len(self.buf) - self.pos
+        for chunk in self.stream:
+            n += len(chunk)
+        return n
 
 
 def decompress(

@@ -13,7 +13,7 @@ from kafkatool.record.batch import (
     Batch,
     Record,
 )
-from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, compress, iter_decompress
+from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, StreamBuffer, compress, iter_decompress
 from kafkatool.record.crc import crc32
 from kafkatool.record.v2 import RecordSpec
 
@@ -172,8 +172,8 @@ def iter_legacy_record_chunks(
     n = 0
     last_rel = 0
     inner_compressed = False
-    stream = iter_decompress(codec, value, magic=magic, max_output=max_decompressed)
     try:
+        stream = StreamBuffer(iter_decompress(codec, value, magic=magic, max_output=max_decompressed))
         for buf, pos, base in _inner_messages(stream, value_start):
             try:
                 if kept is not None:
@@ -185,7 +185,7 @@ def iter_legacy_record_chunks(
                 else:  # only what pass 1 needs: the checks, the offset, the attributes
                     entry = _parse_message(buf, pos, len(buf))
             except (InvalidRecordError, CorruptRecordError) as e:
-                _drain(stream)
+                stream.drain()
                 raise type(e)(
                     f"{e.message} (inner message at byte {base + e.position} of the decompressed wrapper)",
                     position=value_start,
@@ -214,7 +214,7 @@ def iter_legacy_record_chunks(
     if kept is not None:
         entries: Iterable = kept
     else:
-        stream = iter_decompress(codec, value, magic=magic, max_output=max_decompressed)
+        stream = StreamBuffer(iter_decompress(codec, value, magic=magic, max_output=max_decompressed))
         entries = (decode_message(buf, pos, len(buf)) for buf, pos, _base in _inner_messages(stream, value_start))
     out: list[Record] = []
     for ioff, _isize, icrc, imagic, iattrs, its, ikey, ivalue, ivalid in entries:
@@ -233,49 +233,31 @@ def iter_legacy_record_chunks(
         yield out
 
 
-def _inner_messages(stream: Iterator[bytes], value_start: int) -> Iterator[tuple[bytearray | bytes, int, int]]:
+def _inner_messages(w: StreamBuffer, value_start: int) -> Iterator[tuple[bytearray | bytes, int, int]]:
     """``(buf, pos, base)`` for each complete inner message of a wrapper's decompressed
     stream: the message starts at ``buf[pos]``, which is byte ``base + pos`` of the stream.
     ``buf`` is valid until the next message is asked for. A truncated trailing message
     is dropped, as Kafka does (§5.2 step 4)."""
-    first = next(stream, b"")
-    second = next(stream, None)
-    final = second is None
-    buf: bytes | bytearray = first if final else bytearray(first) + second
-    base = pos = 0
     while True:
+        buf = w.buf
+        pos = w.pos
         end = len(buf)
         while end - pos >= LOG_OVERHEAD:
             (isize,) = _I32.unpack_from(buf, pos + 8)
             if isize < RECORD_OVERHEAD_V0:
-                if not final:
-                    _drain(stream)  # a failing stream is reported first, as a whole decompression would
+                w.drain()  # a failing stream is reported first, as a whole decompression would
                 raise CorruptRecordError(
-                    f"Record size is less than the minimum record overhead (14) (inner message at byte {base + pos} of the decompressed wrapper)",
+                    f"Record size is less than the minimum record overhead (14) (inner message at byte {w.base + pos} of the decompressed wrapper)",
                     position=value_start,
                 )
             if pos + LOG_OVERHEAD + isize > end:
                 break
-            yield buf, pos, base
+            yield buf, pos, w.base
             pos += LOG_OVERHEAD + isize
-        if final:
+        w.pos = pos
+        if w.final:
             return  # fewer than 12 bytes, or a truncated message, left: dropped
-        chunk = next(stream, None)
-        if chunk is None:
-            final = True
-            continue
-        if type(buf) is not bytearray:
-            buf = bytearray(buf)
-        if pos:
-            del buf[:pos]
-            base += pos
-            pos = 0
-        buf += chunk
-
-
-def _drain(stream: Iterator[bytes]) -> None:
-    for _chunk in stream:
-        pass
+        w.read_more()
 
 
 # --------------------------------------------------------------------------- encoding

@@ -7,7 +7,7 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from kafkatool.errors import CompressionError, InvalidRecordError
 from kafkatool.record.batch import V2_HEADER_SIZE, Batch, Record, increment_sequence
-from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, compress, iter_decompress
+from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, StreamBuffer, compress, iter_decompress
 from kafkatool.record.crc import crc32c
 from kafkatool.record.varint import decode_varint, encode_varint, encode_varlong
 
@@ -354,20 +354,15 @@ def iter_batch_record_chunks(
 
 def _stream_records(batch: Batch, stream: Iterator[bytes], count: int, chunk_records: int, chunk_bytes: int) -> Iterator[list[Record]]:
     """Decode ``count`` records from a decompressed stream (see :func:`iter_batch_record_chunks`)."""
-    # buf[pos:] is what is decompressed and not decoded yet; base is buf[0]'s place in the stream.
-    first = next(stream, b"")
-    second = next(stream, None)
-    final = second is None
-    buf: bytes | bytearray = first if final else bytearray(first) + second
-    base = pos = 0
+    w = StreamBuffer(stream)
     while count:
+        buf = w.buf
         try:
-            raw, pos, status = _decode_part(buf, pos, len(buf), min(chunk_records, count), chunk_bytes, final)
+            raw, w.pos, status = _decode_part(buf, w.pos, len(buf), min(chunk_records, count), chunk_bytes, w.final)
         except InvalidRecordError as e:
-            if not final:
-                _drain(stream)  # a failing stream is what decompress() reports, not the records
+            w.drain()  # a failing stream is what decompress() reports, not the records
             raise InvalidRecordError(
-                f"{e.message} (at byte {base + e.position} of the decompressed records)", position=V2_HEADER_SIZE
+                f"{e.message} (at byte {w.base + e.position} of the decompressed records)", position=V2_HEADER_SIZE
             ) from None
         if raw:
             count -= len(raw)
@@ -375,40 +370,19 @@ def _stream_records(batch: Batch, stream: Iterator[bytes], count: int, chunk_rec
         if status == PART_DONE:
             continue
         if status == PART_NEED_END:  # a negative record length: the message names the bytes left
-            length, after = decode_varint(buf, pos)
-            remaining = len(buf) - after + _drain(stream)
+            length, after = decode_varint(buf, w.pos)
+            remaining = w.drain() - (after - w.pos)
             raise InvalidRecordError(
                 f"Invalid record size: expected {length} bytes in record payload, but instead the buffer has only "
-                f"{remaining} remaining bytes. (at byte {base + pos} of the decompressed records)",
+                f"{remaining} remaining bytes. (at byte {w.base + w.pos} of the decompressed records)",
                 position=V2_HEADER_SIZE,
             )
-        chunk = next(stream, None)  # PART_MORE: read on
-        if chunk is None:
-            final = True
-            continue
-        if type(buf) is not bytearray:
-            buf = bytearray(buf)
-        if pos:
-            del buf[:pos]
-            base += pos
-            pos = 0
-        buf += chunk
-    extra = len(buf) - pos
-    for chunk in stream:
-        extra += len(chunk)
-    if extra:
+        w.read_more()  # PART_MORE
+    if w.drain():
         raise InvalidRecordError(
-            f"Incorrect declared batch size, records still remaining in file (at byte {base + pos} of the decompressed records)",
+            f"Incorrect declared batch size, records still remaining in file (at byte {w.base + w.pos} of the decompressed records)",
             position=V2_HEADER_SIZE,
         )
-
-
-def _drain(stream: Iterator[bytes]) -> int:
-    """Read a stream to its end (raising what it raises); the number of bytes it held."""
-    n = 0
-    for chunk in stream:
-        n += len(chunk)
-    return n
 
 
 def _records(batch: Batch, raw: list) -> list[Record]:
