@@ -76,34 +76,28 @@ def record_pattern(n: int, period: int) -> tuple[bytes, int]:
     return b"".join(tiny_record(i) for i in range(period)), n // period
 
 
+def _compress_repeated(co, unit: bytes, repeat: int) -> bytes:
+    """``unit * repeat`` through the compressor object ``co``, a MiB at a time."""
+    per_block = max(1, (1 << 20) // len(unit))
+    block = unit * per_block
+    parts = []
+    left = repeat
+    while left:
+        k = min(left, per_block)
+        parts.append(co.compress(block if k == per_block else unit * k))
+        left -= k
+    parts.append(co.flush())
+    return b"".join(parts)
+
+
 def zstd_payload(unit: bytes, repeat: int) -> bytes:
     import zstandard
 
-    co = zstandard.ZstdCompressor(level=3).compressobj()
-    block = unit * max(1, (1 << 20) // len(unit))
-    per_block = len(block) // len(unit)
-    parts = []
-    left = repeat
-    while left:
-        k = min(left, per_block)
-        parts.append(co.compress(block if k == per_block else unit * k))
-        left -= k
-    parts.append(co.flush())
-    return b"".join(parts)
+    return _compress_repeated(zstandard.ZstdCompressor(level=3).compressobj(), unit, repeat)
 
 
 def gzip_payload(unit: bytes, repeat: int) -> bytes:
-    co = zlib.compressobj(9, zlib.DEFLATED, 31)
-    block = unit * max(1, (1 << 20) // len(unit))
-    per_block = len(block) // len(unit)
-    parts = []
-    left = repeat
-    while left:
-        k = min(left, per_block)
-        parts.append(co.compress(block if k == per_block else unit * k))
-        left -= k
-    parts.append(co.flush())
-    return b"".join(parts)
+    return _compress_repeated(zlib.compressobj(9, zlib.DEFLATED, 31), unit, repeat)
 
 
 def lz4_payload(data: bytes) -> bytes:
