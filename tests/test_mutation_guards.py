@@ -32,7 +32,7 @@ from kafkatool.record.v2 import RecordSpec, encode_batch
 from kafkatool.repair import plan_reindex, walk_as_recovery
 from kafkatool.segment import walk as walk_module
 from kafkatool.segment.checkpoint import encode_leader_epoch_checkpoint, read_leader_epoch_checkpoint
-from kafkatool.segment.index import IndexBuilder, decode_offset_index, decode_time_index
+from kafkatool.segment.index import IndexAppendError, IndexBuilder, decode_offset_index, decode_time_index
 from kafkatool.segment.snapshot import encode_producer_snapshot
 from kafkatool.segment.txnindex import AbortedTxn, decode_txn_index, encode_txn_index
 from kafkatool.segment.walk import SegmentWalker, WalkStop
@@ -460,16 +460,15 @@ def test_walk_takes_an_entry_that_ends_exactly_at_the_end(tmp_path: Path, impl: 
 # --------------------------------------------------------------------------- §12.1 a refused final time entry
 
 
-@pytest.mark.xfail(strict=True, reason="truncate bug: the final time-index entry refused (InvalidOffsetException, "
-                   "§8.3) makes plan_truncate raise IndexAppendError ('kafkatool: error: Attempt to append an offset "
-                   "(1002) to slot 2 ...', exit 2) instead of planning recovery's cut; §12.1: recovery empties the segment")
 def test_truncate_when_recovery_refuses_the_final_time_entry(tmp_path: Path) -> None:
     """50 batches of 3 records (offsets 1000-1149, timestamps rising) give offset and time entries
     at the default interval; a last batch whose offsets go back to 1000-1002 with the highest
     timestamp needs no offset entry (its position is < 4096 bytes past the last one) but at the
     end of recover() ``timeIndex.maybeAppend(maxTs, 1002, skipFullCheck)`` throws
     InvalidOffsetException (1002 < the last entry's offset, §8.3); §12.1: "If recovery of a
-    segment throws InvalidOffsetException ..., that segment is truncated to its base offset"."""
+    segment throws InvalidOffsetException ..., that segment is truncated to its base offset".
+    (Found while writing this module: plan_truncate raised IndexAppendError, exit 2; fixed in
+    ceea65e.)"""
     part = tmp_path / "t-0"
     part.mkdir()
     batches = [encode_batch([RecordSpec(BASE + 3 * k + j, T + 3 * k + j, b"k", bytes(40)) for j in range(3)])
@@ -508,3 +507,158 @@ def test_verify_txnindex_entry_ending_exactly_at_the_segment_base(tmp_path: Path
 def _abort_start(log: bytes) -> int:
     """Position of producer 7's ABORT marker (offset 3) in txn_log()."""
     return next(b.position for b, _ in SegmentWalker(log) if b.offset == 3)
+
+
+def six_partition(tmp_path: Path, extra: bytes = b"", index: bytes = b"") -> Path:
+    """t-0 holding SIX (batches at 0, 100, ..., 500; last offsets 1001, 1003, ..., 1011) + ``extra``."""
+    part = tmp_path / "t-0"
+    part.mkdir(exist_ok=True)
+    (part / f"{seg(BASE)}.log").write_bytes(SIX + extra)
+    (part / f"{seg(BASE)}.index").write_bytes(index)
+    return part
+
+
+def index_findings(part: Path) -> list[tuple]:
+    return [(f.kind, f.position, f.expected, f.found) for f in findings(part) if f.file.endswith(".index")]
+
+
+def test_verify_index_entry_with_an_equal_offset_is_not_monotonic(tmp_path: Path, impl: str) -> None:
+    """§8.1: entries are strictly increasing in offset; the same entry twice breaks it."""
+    part = six_partition(tmp_path, index=struct.pack(">iiii", 3, 100, 3, 100))
+    assert index_findings(part) == [("index_not_monotonic", 8, "> 1003", 1003)]
+    (part / f"{seg(BASE)}.index").write_bytes(struct.pack(">iiii", 3, 100, 5, 200))
+    assert index_findings(part) == []
+
+
+def test_verify_index_entry_at_exactly_the_end_of_the_valid_batches(tmp_path: Path, impl: str) -> None:
+    """An entry must point at a batch start before the end of the last valid batch: one pointing
+    exactly there (600, where 30 bytes of a partial batch follow) is past the end."""
+    part = six_partition(tmp_path, extra=b"\x01" * 30, index=struct.pack(">ii", 11, 600))
+    assert index_findings(part) == [("index_entry_past_end", 0, "< 600", 600)]
+    (part / f"{seg(BASE)}.index").write_bytes(struct.pack(">ii", 11, 500))
+    assert index_findings(part) == []
+
+
+@pytest.mark.parametrize("tail, kind", [(17, "trailing_bytes"), (18, "partial_batch")])
+def test_verify_tail_of_17_bytes_is_trailing_bytes(tmp_path: Path, impl: str, tail: int, kind: str) -> None:
+    """§3/§17 A.1: a tail of <= 17 bytes is never parsed (trailing bytes); 18 bytes are a header
+    whose size (0x01010101) runs past the end (§17 A.2, a partial batch)."""
+    part = six_partition(tmp_path, extra=b"\x01" * tail)
+    got = [(f.kind, f.position, f.length) for f in findings(part)]
+    assert got == [(kind, 600, tail)]
+
+
+def test_verify_time_index_entry_with_an_equal_timestamp_is_not_monotonic(tmp_path: Path, impl: str) -> None:
+    """§8.1: time entries are strictly increasing in timestamp (maybeAppend skips an equal one).
+    Batch 2 of SIX ends at offset 1005 with max timestamp T+23."""
+    part = six_partition(tmp_path)
+    timeindex = part / f"{seg(BASE)}.timeindex"
+    timeindex.write_bytes(struct.pack(">qiqi", T + 23, 5, T + 23, 5))
+    got = [(f.kind, f.position) for f in findings(part) if f.file.endswith(".timeindex")]
+    assert got == [("timeindex_not_monotonic", 12)]
+    timeindex.write_bytes(struct.pack(">qiqi", T + 23, 5, T + 53, 11))
+    assert findings(part) == []
+
+
+def log_findings(tmp_path: Path, data: bytes, base: int = 0) -> list[tuple]:
+    part = tmp_path / "t-0"
+    part.mkdir(parents=True, exist_ok=True)
+    (part / f"{seg(base)}.log").write_bytes(data)
+    (part / f"{seg(base)}.index").write_bytes(b"")
+    return [(f.kind, f.position, f.expected, f.found) for f in findings(part)]
+
+
+def three(first: int) -> bytes:
+    return encode_batch([RecordSpec(first + i, T + i, b"k", b"v") for i in range(3)])
+
+
+def test_verify_a_batch_starting_at_the_previous_last_offset(tmp_path: Path, impl: str) -> None:
+    """Offsets must rise: a batch whose first offset equals the previous batch's last (2) is
+    reported at its own position; one starting right after (3) is fine."""
+    first = three(0)
+    assert log_findings(tmp_path, first + three(2)) == [("offset_not_monotonic", len(first), "> 2", 2)]
+    assert log_findings(tmp_path, first + three(3)) == []
+
+
+@pytest.mark.parametrize("above, kinds", [(0, []), (1, ["offset_overflow"])])
+def test_verify_offset_at_exactly_int32_max_above_the_base(tmp_path: Path, impl: str, above: int, kinds: list) -> None:
+    """§3: ``0 <= offset - baseOffset <= 2147483647``; one more overflows the segment (§12.5)."""
+    last = BASE + INT32_MAX + above
+    batch = encode_batch([RecordSpec(last - 1, T, b"k", b"v"), RecordSpec(last, T + 1, b"k", b"v")])
+    assert [k for k, *_ in log_findings(tmp_path, batch, base=BASE)] == kinds
+
+
+INT32_MAX = 2**31 - 1
+
+
+def test_verify_a_wrapper_whose_offset_is_the_segment_base(tmp_path: Path, impl: str) -> None:
+    """§5.2: a v0/v1 wrapper's entry offset is its last inner offset; a one-message gzip wrapper
+    at the segment's base offset is not below it (one below is)."""
+    from kafkatool.record.compression import Codec
+    from kafkatool.record.legacy import encode_legacy
+
+    wrapper = encode_legacy([RecordSpec(BASE, T, b"k", b"v")], magic=1, codec=Codec.GZIP)
+    assert struct.unpack_from(">qb", wrapper, 0)[0] == BASE and wrapper[17] & 0x07 == Codec.GZIP
+    assert log_findings(tmp_path, wrapper, base=BASE) == []
+    assert [k for k, *_ in log_findings(tmp_path / "below", wrapper, base=BASE + 1)] == ["offset_below_base"]
+
+
+# --------------------------------------------------------------------------- truncate's cut position
+
+
+@pytest.mark.parametrize("tail", [1, 17, 18])
+def test_truncate_cuts_a_tail_of_any_length(tmp_path: Path, impl: str, tail: int) -> None:
+    """§17 A.1/A.3: recovery truncates a short tail (1-17 bytes, never parsed) and a zero-filled
+    one longer than 17 (size 0) alike: the kept bytes end exactly at the last batch."""
+    part = six_partition(tmp_path, extra=bytes(tail))
+    plan = plan_truncate(str(part))
+    (cut,) = plan.cuts
+    assert cut.kept == ((0, 600),)
+    assert [(r.start, r.end) for r in cut.removed] == [(600, 600 + tail)]
+    assert plan.new_log_end == BASE + 12
+
+
+def test_truncate_keeps_a_last_offset_exactly_int32_max_above_the_base(tmp_path: Path, impl: str) -> None:
+    """§3/§12.2 ensureOffsetInRange: ``lastOffset - base <= 2147483647`` is in range, nothing to cut."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    last = BASE + INT32_MAX
+    log = three(BASE) + encode_batch([RecordSpec(last - 1, T, b"k", b"v"), RecordSpec(last, T + 1, b"k", b"v")])
+    (part / f"{seg(BASE)}.log").write_bytes(log)
+    plan = plan_truncate(str(part))
+    assert plan.cuts == () and plan.new_log_end is None
+
+
+# --------------------------------------------------------------------------- the index builder's offset range
+
+
+def test_index_entries_at_exactly_int32_max_relative_offset(tmp_path: Path, impl: str) -> None:
+    """§8.3: an offset fits the index when ``0 <= offset - base <= 2^31-1``; the entry at the
+    edge is written (interval 0: the second batch is indexed), one past it is refused."""
+    last = BASE + INT32_MAX
+    log = three(BASE) + encode_batch([RecordSpec(last - 1, T + 5, b"k", b"v"), RecordSpec(last, T + 6, b"k", b"v")])
+    path = tmp_path / f"{seg(BASE)}.log"
+    path.write_bytes(log)
+    builder = IndexBuilder(BASE, index_interval_bytes=0)
+    walker, batches, first, last_offset, bad = walk_as_recovery(str(path), builder)
+    assert (batches, bad) == (2, None)
+    first_size = len(three(BASE))
+    assert entries(*builder.finish()) == ([(INT32_MAX, first_size)], [(T + 6, INT32_MAX)])
+    builder = IndexBuilder(BASE, index_interval_bytes=0)
+    builder.add_batch(0, 100, BASE + 2, T)
+    with pytest.raises(IndexAppendError):
+        builder.add_batch(100, 100, BASE + INT32_MAX + 1, T + 1)
+
+
+def test_an_offset_entry_repeating_the_last_offset_is_refused(tmp_path: Path, impl: str) -> None:
+    """§8.3 OffsetIndex.append: the offset must be greater than the last one (InvalidOffsetException):
+    at interval 0 the third batch (a copy of the second, last offset 1003 again) is refused, and
+    the walk stops there with the entry of the second batch only."""
+    log = SIX[:200] + SIX[100:200] + SIX[200:]
+    path = tmp_path / f"{seg(BASE)}.log"
+    path.write_bytes(log)
+    builder = IndexBuilder(BASE, index_interval_bytes=0)
+    walker, batches, first, last, bad = walk_as_recovery(str(path), builder)
+    assert batches == 2 and bad is not None and bad[0] == 200
+    assert "no larger than the last offset appended (1003)" in bad[1]
+    assert entries(*builder.finish()) == ([(3, 100)], [(T + 13, 3)])
