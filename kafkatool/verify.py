@@ -1349,7 +1349,7 @@ def _check_legacy_records(b: Batch, chunks, add: _Adder) -> None:
         if looking:
             for r in records:
                 if r.crc_valid is False:
-                    add("inner_crc_mismatch", f"inner message {r.offset} fails its CRC (stored {r.crc}) inside a wrapper whose outer CRC is valid")
+                    add("inner_crc_mismatch", f"inner message {r.offset} fails its CRC (stored crc {r.crc}, not the crc computed over its bytes) inside a wrapper whose outer CRC is valid", found=r.crc)
                     looking = False
                     break
                 if prev_off is not None and r.offset <= prev_off:

@@ -621,3 +621,20 @@ def test_tables_show_times_as_iso_8601_next_to_the_milliseconds(run, tmp_path):
     assert "999000 (1970-01-01T00:16:39.000Z)" in r.out, r
     r = run("verify", "-q", "--format", "jsonl", str(d))
     assert json.loads(r.lines[0])["found"] == 999000  # jsonl keeps the number
+
+
+def test_the_inner_crc_message_names_the_stored_crc(tmp_path):
+    from test_verify import _inner_crc
+
+    damaged = _inner_crc()
+    d = partition(tmp_path, {INDEX: b"", LOG: damaged.data})
+    (f,) = [f for f in findings(d, deep=True) if f.kind == "inner_crc_mismatch"]
+    # the inner message at offset 1 of the wrapper; its CRC (bytes 12-15) had byte 13 flipped
+    import zlib
+
+    from kafkatool.record.legacy import encode_message
+
+    good = encode_message(1, 1, 1_000_001, b"k", b"v")
+    stored = int.from_bytes(good[12:16], "big") ^ (0xFF << 16)
+    assert zlib.crc32(good[16:]) == int.from_bytes(good[12:16], "big")  # the undamaged one is valid
+    assert f"(stored crc {stored}, " in f.message and f.found == stored
