@@ -64,7 +64,7 @@ from kafkatool.segment.index import (
 )
 from kafkatool.record.batch import Batch
 from kafkatool.record.control import ControlType, decode_control_key
-from kafkatool.record.records import decode_batch_records
+from kafkatool.record.records import first_batch_record
 from kafkatool.segment.snapshot import read_producer_snapshot
 from kafkatool.segment.txnindex import TXN_ENTRY_SIZE, AbortedTxn, encode_txn_index
 from kafkatool.segment.walk import SegmentWalker, WalkStop
@@ -1476,14 +1476,14 @@ def _track_transactions(batch, data, ongoing: dict[int, int], aborted: list[Abor
     if data is None:
         return
     try:
-        records = decode_batch_records(batch, data)
-        kind = decode_control_key(records[0].key)[1] if records else None
+        first = first_batch_record(batch, data)
+        kind = decode_control_key(first.key)[1] if first is not None else None
     except KafkaToolError:
         return  # a malformed marker: recovery would stop here; the walk's CRC check already passed
     if kind == ControlType.ABORT:
         began = ongoing.pop(pid, None)
         if began is not None and aborted is not None:
-            marker = records[0].offset
+            marker = first.offset
             others = [o for p, o in ongoing.items() if p != pid]
             # lastStableOffset: the earliest still-open transaction of another producer, else marker + 1
             aborted.append(AbortedTxn(0, pid, began, marker, min(others) if others else marker + 1))

@@ -73,7 +73,7 @@ from typing import Callable, Sequence
 
 from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.control import control_type_name, decode_control_key, decode_end_txn_marker
-from kafkatool.record.records import decode_batch_records
+from kafkatool.record.records import first_batch_record
 from kafkatool.record.v2 import V2_HEADER_SIZE, decode_records
 from kafkatool.record.varint import decode_varint
 from kafkatool.repair import (
@@ -296,8 +296,8 @@ def _first_record(batch, data) -> tuple[bytes | None, bytes | None]:
     decompressed and decoded first, as ``DefaultRecordBatch.iterator`` does.
     """
     if batch.attributes & 0x07:
-        records = decode_batch_records(batch, data)
-        return (records[0].key, records[0].value) if records else (None, None)
+        first = first_batch_record(batch, data)
+        return (first.key, first.value) if first is not None else (None, None)
     end = batch.size
     length, i = decode_varint(data, V2_HEADER_SIZE)
     stop = end if batch.count == 1 or length < 0 or i + length > end else i + length

@@ -9,7 +9,7 @@ from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkatool.record.legacy import iter_legacy_record_chunks, iter_legacy_records
 from kafkatool.record.v2 import CHUNK_RECORDS, iter_batch_record_chunks, iter_batch_records
 
-__all__ = ["decode_batch_records", "batch_record_chunks"]
+__all__ = ["decode_batch_records", "batch_record_chunks", "first_batch_record"]
 
 
 def decode_batch_records(
@@ -45,3 +45,20 @@ def batch_record_chunks(
             return (iter_batch_records(batch, data, max_decompressed=max_decompressed),)
         return iter_batch_record_chunks(batch, data, max_decompressed=max_decompressed)
     return iter_legacy_record_chunks(batch, data, max_decompressed=max_decompressed)
+
+
+def first_batch_record(
+    batch: Batch, data: bytes | memoryview, *, max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+) -> Record | None:
+    """The first record of ``batch`` (None for an empty one), after reading the rest to the end.
+
+    What ``decode_batch_records(batch, data)[0]`` gives, and the same error when any record
+    fails, with memory bounded by a constant: a control batch's marker is one record, but its
+    writer chooses the record count (a compressed "marker" of millions of records).
+    """
+    first = None
+    for chunk in batch_record_chunks(batch, data, max_decompressed=max_decompressed):
+        if first is None and chunk:
+            first = chunk[0]
+    return first
+
