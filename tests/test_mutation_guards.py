@@ -580,12 +580,19 @@ def test_verify_a_batch_starting_at_the_previous_last_offset(tmp_path: Path, imp
     assert log_findings(tmp_path, first + three(3)) == []
 
 
+@pytest.mark.parametrize("deep", [False, True], ids=["shallow", "deep"])
 @pytest.mark.parametrize("above, kinds", [(0, []), (1, ["offset_overflow"])])
-def test_verify_offset_at_exactly_int32_max_above_the_base(tmp_path: Path, impl: str, above: int, kinds: list) -> None:
-    """§3: ``0 <= offset - baseOffset <= 2147483647``; one more overflows the segment (§12.5)."""
+def test_verify_offset_at_exactly_int32_max_above_the_base(tmp_path: Path, impl: str, above: int, kinds: list, deep: bool) -> None:
+    """§3: ``0 <= offset - baseOffset <= 2147483647``; one more overflows the segment (§12.5).
+    (Shallow, a healthy batch takes the scan's fast path; deep, every batch gets the full checks.)"""
     last = BASE + INT32_MAX + above
     batch = encode_batch([RecordSpec(last - 1, T, b"k", b"v"), RecordSpec(last, T + 1, b"k", b"v")])
-    assert [k for k, *_ in log_findings(tmp_path, batch, base=BASE)] == kinds
+    part = tmp_path / "t-0"
+    part.mkdir()
+    (part / f"{seg(BASE)}.log").write_bytes(batch)
+    (part / f"{seg(BASE)}.index").write_bytes(b"")
+    found = [f.kind for f in verify_paths([str(part)], VerifyOptions(deep=deep)) if isinstance(f, Finding)]
+    assert found == kinds
 
 
 INT32_MAX = 2**31 - 1
@@ -627,6 +634,12 @@ def test_truncate_keeps_a_last_offset_exactly_int32_max_above_the_base(tmp_path:
     (part / f"{seg(BASE)}.log").write_bytes(log)
     plan = plan_truncate(str(part))
     assert plan.cuts == () and plan.new_log_end is None
+    assert not getattr(plan, "refusals", ()) and not plan.needs_changes
+    # one more does not fit (§12.5: recovery would split the segment): not planned as fine
+    (part / f"{seg(BASE)}.log").write_bytes(log[: len(three(BASE))] + encode_batch(
+        [RecordSpec(last, T, b"k", b"v"), RecordSpec(last + 1, T + 1, b"k", b"v")]))
+    plan = plan_truncate(str(part))
+    assert getattr(plan, "refusals", ()) or plan.cuts
 
 
 # --------------------------------------------------------------------------- the index builder's offset range
