@@ -216,6 +216,10 @@ def dump(
         renderer = TextRenderer(opts, key_decoder or "string", value_decoder or "string")
 
     out = _utf8(sys.stdout)
+    if fmt == "jsonl":
+        from kafkatool.cli.options import json_lines_stream
+
+        json_lines_stream(out)
     err = _utf8(sys.stderr)
     progress = None
     if not quiet and _isatty(sys.stderr) and not _isatty(sys.stdout):

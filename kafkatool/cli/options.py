@@ -6,7 +6,7 @@ once, as pip-tools does.
 * :func:`exit_on_error`: a refusal or an I/O error ends the command in one line, exit status 2;
 * :class:`ApplyStates` and :func:`interruptible`: on Ctrl-C (or a failure) during ``--execute``,
   say in which state each partition dir was left, and exit 130;
-* :func:`plural`, :func:`safe_text_stream`: small output helpers.
+* :func:`plural`, :func:`safe_text_stream`, :func:`json_lines_stream`: small output helpers.
 """
 
 from __future__ import annotations
@@ -249,6 +249,31 @@ def safe_text_stream(stream) -> None:
     if reconfigure is not None:
         try:
             reconfigure(errors="surrogateescape")
+        except (ValueError, OSError, TypeError):
+            pass
+
+
+def _json_escape(e: UnicodeEncodeError) -> tuple[str, int]:
+    return "".join(f"\\u{ord(c):04x}" for c in e.object[e.start:e.end]), e.end
+
+
+def json_lines_stream(stream) -> None:
+    """Let a text stream carry JSON Lines whose strings hold a file name that is not UTF-8 (its
+    bytes decoded with surrogateescape): such a character is written as the JSON escape
+    ``\\udcXX`` (what ``ensure_ascii`` would write; ``os.fsencode(json.loads(...))`` gives the
+    name's bytes back), so the line stays valid UTF-8 JSON. JSON's syntax is ASCII, so an
+    unencodable character can only stand inside a string. A no-op for a stream that cannot be
+    reconfigured."""
+    import codecs
+
+    try:
+        codecs.lookup_error("kafkatool-json-escape")
+    except LookupError:
+        codecs.register_error("kafkatool-json-escape", _json_escape)
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        try:
+            reconfigure(errors="kafkatool-json-escape")
         except (ValueError, OSError, TypeError):
             pass
 

@@ -115,6 +115,10 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
     counts: dict[str, int] = {}
     failing = 0
     out = sys.stdout
+    if fmt == "jsonl":
+        from kafkatool.cli.options import json_lines_stream
+
+        json_lines_stream(out)
     tty_err = sys.stderr.isatty()
 
     progress = None
