@@ -259,7 +259,10 @@ def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None)
         if state == "delete" and len(pd.unique_id or "") == 32 and _staging(d):
             groups.append([problem(d, "kafkatool_staging", _STAGING_MESSAGE, state)])
             return
-        found[0] += 1
+        if direct or any(_is_kafka_name(n) for n in entries):
+            # a directory met in a tree search is Kafka's only with a Kafka file in it: /etc/dbus-1
+            # is named like partition 1 of topic "dbus"
+            found[0] += 1
         head: list[_Target] = []
         if direct or any(_PENDING_MARK in n for n in entries):
             head = _pending_targets(d, staging=direct)
