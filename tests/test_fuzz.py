@@ -25,9 +25,10 @@ from __future__ import annotations
 import re
 import tempfile
 import tracemalloc
+import zlib
 from pathlib import Path
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kafkatool.dump import DumpOptions, FileError, iter_dump
@@ -88,11 +89,25 @@ def dump_everything(data: bytes, name: str = SEGMENT_NAME) -> Dumped:
             assert e.position is not None and 0 <= e.position <= len(data), e  # and a place in it
         assert len(dumped.errors) <= 1  # one file: the dump of it stops at its first error
         # the batch lines are the walk's batches, in order, back to back from byte 0
-        walked = [(b.position, b.size) for b, _ in SegmentWalker(data)]
+        walker = SegmentWalker(data)
+        entries = [(b, bytes(view)) for b, view in walker]
+        walked = [(b.position, b.size) for b, _ in entries]
         lines = dumped.batch_lines
         assert lines == walked[: len(lines)]
         if not dumped.errors:
             assert lines == walked
+        else:
+            # the error is where the walk stopped with an error, or in a batch that cannot be decoded
+            # (the last one printed, or the next when its line cannot be completed, §15.3)
+            (e,) = dumped.errors
+            near = entries[max(0, len(lines) - 1) : len(lines) + 1]
+            bad = [(b, raw) for b, raw in near if b.position <= e.position <= b.position + b.size]
+            if bad and not (walker.stop is WalkStop.ERROR and e.position == walker.position):
+                # (a control batch's records are decoded further: the control key and value, §15.3;
+                # an error at a batch's end, e.g. premature EOF, touches the next batch's start)
+                assert any(b.attributes & 0x07 > 4 or b.attributes & 0x20 or not decodes(b, raw) for b, raw in bad), e
+            else:
+                assert walker.stop is WalkStop.ERROR and e.position == walker.position and lines == walked, e
         end = lines[-1][0] + lines[-1][1] if lines else 0
         trailing = [m for m in map(INVALID_BYTES.match, out) if m]
         if trailing:
@@ -101,6 +116,14 @@ def dump_everything(data: bytes, name: str = SEGMENT_NAME) -> Dumped:
         elif not dumped.errors:
             assert end == len(data)
         return dumped
+
+
+def decodes(batch, raw: bytes) -> bool:
+    try:
+        list(decode_batch_records(batch, raw))
+    except KafkaToolError:
+        return False
+    return True
 
 
 def walk_and_decode(data: bytes) -> list[tuple]:
@@ -165,8 +188,18 @@ def check_stop(walker: SegmentWalker, data: bytes, position: int) -> None:
         assert size < 14 or 12 + size <= rest
 
 
+# the §3 boundaries, always tried: a tail of exactly 17 bytes (never parsed) and 18 (a size-0
+# header, an error); the smallest legal entry (a v0 message of size 14: null key and value)
+V0_MINIMUM = bytes.fromhex("0000000000000000" "0000000e") + zlib.crc32(bytes.fromhex("0000ffffffffffffffff")).to_bytes(
+    4, "big") + bytes.fromhex("0000ffffffffffffffff")
+
+
 @FUZZ
 @given(st.binary(max_size=4096))
+@example(bytes(17))
+@example(bytes(18))
+@example(V0_MINIMUM)
+@example(V0_MINIMUM + bytes(17))
 def test_random_bytes(data):
     walk_and_decode(data)
     dump_everything(data)
