@@ -85,6 +85,7 @@ from kafkatool.safety import (  # re-exported: the safety layer lived here first
     real_log_dir_of,
     read_or_none,
     sha256_hex,
+    take_owner,
 )
 
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
@@ -246,7 +247,7 @@ def _new_file(path: str, data: bytes, like: os.stat_result | None, *, fault: boo
             if fault:
                 fault_point("after temp write")
             if like is not None:
-                _take_owner(fd, like)
+                take_owner(fd, like, times=False)
             os.fsync(fd)
         except BaseException:
             os.close(fd)
@@ -487,18 +488,6 @@ def _probe_exchange(staging: str) -> None:
         raise ExchangeUnavailable(_exchange_probed[dev])
 
 
-def _take_owner(fd: int, like: os.stat_result) -> None:
-    """Give a new file (or dir) the owner and mode of ``like``; chown needs privileges, so a
-    PermissionError there is ignored (the file stays ours, as a plain copy would)."""
-    st = os.fstat(fd)
-    if (st.st_uid, st.st_gid) != (like.st_uid, like.st_gid):
-        try:
-            os.fchown(fd, like.st_uid, like.st_gid)
-        except PermissionError:
-            pass
-    os.fchmod(fd, like.st_mode & 0o7777)
-
-
 def _copy_fd(src: int, dst: int, start: int, end: int | None, path: str | None = None) -> int:
     """Copy ``src[start:end]`` (to EOF when ``end`` is None) to ``dst``'s position; return the bytes
     copied. ``path`` names ``src`` in the error when it ends early."""
@@ -557,7 +546,7 @@ def _stage_file_named(dst: str, like: os.stat_result, data: bytes | None, source
                         _copy_fd(sfd, fd, s, e, source)
             finally:
                 os.close(sfd)
-        _take_owner(fd, like)
+        take_owner(fd, like, times=False)
         os.fsync(fd)
     finally:
         os.close(fd)
@@ -646,7 +635,7 @@ def exchange_partition(
     try:
         dfd = os.open(staging, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         try:
-            _take_owner(dfd, dir_stat)
+            take_owner(dfd, dir_stat, staging, times=False)
         finally:
             os.close(dfd)
         fsync_dir(log_dir)

@@ -607,10 +607,13 @@ def read_manifest(backup_dir: str) -> Manifest:
         return parse_manifest(f.read(), root)
 
 
-def _take_owner(fd: int, st: os.stat_result, path: str) -> None:
-    """Give a backup file (or a restored one) the owner, mode and mtime of ``st`` (the original):
-    chown needs privileges, so a PermissionError there leaves it ours; the mode is set after it
-    (chown clears set-id bits), the mtime last."""
+def take_owner(fd: int, st: os.stat_result, path: str | None = None, *, times: bool = True) -> None:
+    """Give the file (or directory) open as ``fd`` the owner and mode of ``st`` (the original's
+    stat), and with ``times`` its mtime: a backup file, a restored one, a file of a staging dir.
+    chown needs privileges, so a PermissionError there leaves it ours (as a plain copy would);
+    the mode is set after it (chown clears set-id bits), the mtime last. Other errors name
+    ``path``."""
+    where = path if path is not None else f"<fd {fd}>"
     mine = os.fstat(fd)
     if (mine.st_uid, mine.st_gid) != (st.st_uid, st.st_gid):
         try:
@@ -618,12 +621,13 @@ def _take_owner(fd: int, st: os.stat_result, path: str) -> None:
         except PermissionError:
             pass
         except OSError as e:
-            raise write_error(e, path, "chown") from None
+            raise write_error(e, where, "chown") from None
     try:
         os.fchmod(fd, st.st_mode & 0o7777)
-        os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
+        if times:
+            os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
     except OSError as e:
-        raise write_error(e, path, "set the mode of") from None
+        raise write_error(e, where, "set the mode of") from None
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -956,7 +960,7 @@ class Backup:
                     digest.update(piece)
                     for h in hashers:
                         h.update(piece)
-                _take_owner(fd, st, where)
+                take_owner(fd, st, where)
                 fsync_fd(fd, where)
             finally:
                 os.close(fd)

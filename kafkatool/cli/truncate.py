@@ -17,6 +17,7 @@ from kafkatool.cli.options import (
     interruptible,
     method_phrase,
     plural,
+    refuse_bad_targets,
     repair_options,
     safe_text_stream,
     warn_live_brokers,
@@ -208,15 +209,8 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
     with interruptible("truncate", out):
         with exit_on_error(out):
             targets = scan_targets(paths, allow_transitional=allow_transitional)
-        usage = targets.usage_errors
-        for p in usage:
-            sys.stderr.write(f"kafkatool: error: {p.path}: {p.message}\n")
-        if usage:
-            sys.exit(ExitCode.USAGE)
-        nothing = targets.nothing_found(paths)
-        if nothing is not None and not any(_has_pending(p) for p in paths):
-            sys.stderr.write(f"kafkatool: error: {nothing}\n")
-            sys.exit(ExitCode.USAGE)
+        # a partition dir holding only an interrupted run's journal is still something to do
+        refuse_bad_targets(targets, paths, nothing_is_an_error=not any(_has_pending(p) for p in paths))
         problems = [p for p in targets.problems if p.kind != "usage"]
         for p in problems:
             if p.kind in ("unreadable", "not_regular"):
