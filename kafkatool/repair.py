@@ -135,6 +135,8 @@ __all__ = [
     "TEMP_SUFFIX",
     "JOURNAL_SUFFIX",
     "FAULT_ENV",
+    "stage_file",
+    "unlink_all",
 ]
 
 
@@ -195,7 +197,7 @@ def replace_files(
             os.replace(journal + TEMP_SUFFIX, journal)
             fsync_dir(directory)  # commit point: the temp files and the journal are durable
     except BaseException:
-        _unlink_all([t for t, _p, _d in temps] + [_journal_path(directory, prefix) + TEMP_SUFFIX])
+        unlink_all([t for t, _p, _d in temps] + [_journal_path(directory, prefix) + TEMP_SUFFIX])
         raise
     fault_point("after journal")
     for tmp, path, _data in temps:
@@ -251,7 +253,7 @@ def _new_file(path: str, data: bytes, like: os.stat_result | None, *, fault: boo
             os.fsync(fd)
         except BaseException:
             os.close(fd)
-            _unlink_all([path])
+            unlink_all([path])
             raise
         os.close(fd)
     if fault:
@@ -520,7 +522,7 @@ def _copy_fd(src: int, dst: int, start: int, end: int | None, path: str | None =
     return done
 
 
-def _stage_file(dst: str, like: os.stat_result, *, data: bytes | None = None, source: str | None = None,
+def stage_file(dst: str, like: os.stat_result, *, data: bytes | None = None, source: str | None = None,
                 ranges: Sequence[tuple[int, int]] | None = None) -> None:
     """Create ``dst`` (it must not exist) from ``data``, or from ``source`` whole or its ``ranges``;
     owner and mode of ``like``; fsynced. A whole copy keeps the source's timestamps."""
@@ -577,7 +579,7 @@ def link_or_copy(src: str, dst: str, *, link: bool = True) -> str:
     tmp = dst + TEMP_SUFFIX
     if os.path.lexists(tmp):
         os.unlink(tmp)
-    _stage_file(tmp, os.stat(src), source=src)
+    stage_file(tmp, os.stat(src), source=src)
     os.replace(tmp, dst)
     return "copy"
 
@@ -646,13 +648,13 @@ def exchange_partition(
             target = os.path.join(staging, n)
             st = stats.get(n) or stats.get(like.get(n, "")) or some
             if n in write:
-                _stage_file(target, st, data=write[n])
+                stage_file(target, st, data=write[n])
             else:
-                _stage_file(target, st, source=os.path.join(partition_dir, n))
+                stage_file(target, st, source=os.path.join(partition_dir, n))
             fault_point("after staged file")
         # 2. the cut .log files: new files holding the kept byte ranges
         for n, ranges in sorted(cut.items()):
-            _stage_file(os.path.join(staging, n), stats[n], source=os.path.join(partition_dir, n), ranges=ranges)
+            stage_file(os.path.join(staging, n), stats[n], source=os.path.join(partition_dir, n), ranges=ranges)
             fault_point("after staged file")
         # 3. last, the unchanged .log files: hard links, no copy
         for n in logs:
@@ -1529,7 +1531,7 @@ def _check_reindex_plan(plan: ReindexPlan) -> None:
             raise PartitionRefused("the file changed since it was planned; run again", path=c.path)
 
 
-def _unlink_all(paths: Iterable[str]) -> list[str]:
+def unlink_all(paths: Iterable[str]) -> list[str]:
     removed = []
     for p in paths:
         try:
@@ -1618,14 +1620,14 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
             method = f"journal ({why})"
     if method != "exchange":
         # Leftovers first: a stale temp file must never be renamed; the bytes are re-derived instead.
-        removed += _unlink_all(temps)
+        removed += unlink_all(temps)
         for plan in plans:
             mine = [(c.path, c.data) for c in plan.changes if c.writes]
             if mine:
                 replace_files(mine, backup, reason=reason,
                               journal_prefix=os.path.basename(plan.log_path).split(".", 1)[0],
                               like={c.path: plan.log_path for c in plan.changes})
-        removed += _unlink_all(journals)  # only once every file is new: the journal marks an unfinished repair
+        removed += unlink_all(journals)  # only once every file is new: the journal marks an unfinished repair
         if temps or journals:
             fsync_dir(directory)
     reports = []

@@ -82,8 +82,8 @@ from kafkatool.repair import (
     ExchangeUnavailable,
     PartitionRefused,
     RepairError,
-    _stage_file,
-    _unlink_all,
+    stage_file,
+    unlink_all,
     apply_locked,
     exchange_partition,
     exchange_unavailable,
@@ -494,14 +494,14 @@ def _resync_from(log_path: str, fd: int, pos: int, size: int) -> int | None:
     A zero run (a preallocated tail) is skipped at memory speed first: no entry can start more
     than :data:`_MAX_HEADER_ZEROS` bytes before its first non-zero byte.
     """
-    from kafkatool.verify import _resync  # the resync verify uses after a bad region
+    from kafkatool.verify import resync  # the resync verify uses after a bad region
 
     if pos >= size:
         return None
     z = zero_run_end(fd, pos, size)
     if z >= size:
         return None
-    return _resync(log_path, max(pos, z - _MAX_HEADER_ZEROS), size)
+    return resync(log_path, max(pos, z - _MAX_HEADER_ZEROS), size)
 
 
 def _next_candidate(log_path: str, fd: int, w: _Walk, size: int,
@@ -1176,7 +1176,7 @@ def _make_temp(target: str, like: os.stat_result, *, data: bytes | None = None, 
     if os.path.lexists(tmp):
         os.unlink(tmp)
     try:
-        _stage_file(tmp, like, data=data, source=source, ranges=ranges)
+        stage_file(tmp, like, data=data, source=source, ranges=ranges)
     except OSError as e:
         try:
             os.unlink(tmp)
@@ -1198,7 +1198,7 @@ def _move(src: str, dst: str) -> None:
         if os.path.lexists(tmp):
             os.unlink(tmp)
         try:
-            _stage_file(tmp, os.lstat(src), source=src)
+            stage_file(tmp, os.lstat(src), source=src)
         except OSError as e2:
             raise _named(e2, tmp) from None
         os.replace(tmp, dst)
@@ -1340,7 +1340,7 @@ def apply_truncate(
     if plan.interrupted_journal is not None:
         earlier_backup = _read_journal(plan.interrupted_journal).get("backupDir")
         _roll_forward(plan.interrupted_journal)
-        removed_leftovers += _unlink_all(plan.leftovers)
+        removed_leftovers += unlink_all(plan.leftovers)
         # the completed state is the earlier run's new state; anything still needed is planned afresh
         again = plan_truncate(directory, plan.keep_valid_after, index_interval_bytes)
         if again.refusals:
@@ -1352,7 +1352,7 @@ def apply_truncate(
         return TruncateReport(plan, (), (), tuple(removed_leftovers), earlier_backup, True, True)
     _check_unchanged(plan)
     if not (plan.cuts or plan.rewrites or plan.moves):
-        gone = _unlink_all(plan.leftovers)  # temps of a run that never committed: the old state is intact
+        gone = unlink_all(plan.leftovers)  # temps of a run that never committed: the old state is intact
         if gone:
             fsync_dir(directory)
         return TruncateReport(plan, (), (), tuple(removed_leftovers + gone), None, False, True)
@@ -1399,7 +1399,7 @@ def _apply_by_journal(plan: TruncatePlan, backup: TruncateBackup, removed_leftov
     """The fallback when the exchange cannot be used: temp files beside the old ones, a journal
     (the commit point), then the renames and moves (module doc)."""
     directory = plan.partition_dir
-    removed_leftovers += _unlink_all(plan.leftovers)  # temps of a run that never committed: the old state is intact
+    removed_leftovers += unlink_all(plan.leftovers)  # temps of a run that never committed: the old state is intact
     # 1. the backup: removed ranges, whole originals of rewritten files, the moves to come
     move_dests = _backup_everything(plan, backup)
     # 2. the new files beside the old ones, each with the owner and mode of the file it replaces
@@ -1429,7 +1429,7 @@ def _apply_by_journal(plan: TruncatePlan, backup: TruncateBackup, removed_leftov
         os.unlink(pending)
     text = json.dumps(record, separators=(",", ":")).encode("ascii")  # ASCII: any file name, escaped
     try:
-        _stage_file(pending, _like(journal, directory), data=text)
+        stage_file(pending, _like(journal, directory), data=text)
     except OSError as e:
         raise _named(e, pending) from None
     os.replace(pending, journal)

@@ -52,7 +52,7 @@ from kafkatool.record.speedups import functions as _compiled  # the extension, u
 
 _scan_fd, _scan_v2 = _compiled("scan_fd", "scan_v2")  # the compiled shallow scan, or None
 
-__all__ = ["KINDS", "INFO_KINDS", "Finding", "FileSummary", "VerifyOptions", "verify_paths", "expand_targets"]
+__all__ = ["KINDS", "INFO_KINDS", "Finding", "FileSummary", "VerifyOptions", "verify_paths", "expand_targets", "resync"]
 
 INT32_MAX = 2147483647
 
@@ -827,7 +827,7 @@ def _verify_log(t: _Target, opts: VerifyOptions, part: _Partition, present: set[
             scan.bad_regions.append((len(findings), scan.good))
             findings.append(Finding(path, pos, size - pos, "trailing_zeros", f"{size - pos} zero bytes after the last batch (preallocated or never written)"))
             break
-        nxt = _resync(path, max(pos + 1, zeros_end - 16), size)
+        nxt = resync(path, max(pos + 1, zeros_end - 16), size)
         if nxt is None:
             scan.bad_regions.append((len(findings), scan.good))
             if region_kind == "partial_batch" or size - pos <= 17:
@@ -873,7 +873,7 @@ def _scan_chunks(scan: _Scanner, size: int) -> int:
     workers = opts.workers
     bounds = [0]
     for i in range(1, workers):
-        b = _resync(path, max(i * size // workers, bounds[-1] + 1), size)
+        b = resync(path, max(i * size // workers, bounds[-1] + 1), size)
         if b is None:
             break
         bounds.append(b)
@@ -1072,7 +1072,7 @@ def _crc_at(f, buf: bytes, i: int, n: int, p: int, total: int, magic: int) -> in
     return value
 
 
-def _resync(path: str, start: int, end: int, chunk: int = 1 << 20) -> int | None:
+def resync(path: str, start: int, end: int, chunk: int = 1 << 20) -> int | None:
     """The next position >= start where a complete entry with a valid CRC begins, or None."""
     with open(path, "rb") as f:
         pos = start

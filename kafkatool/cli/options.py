@@ -253,6 +253,14 @@ def safe_text_stream(stream) -> None:
             pass
 
 
+def compact_json(obj: dict) -> str:
+    """One JSON Lines object of reindex, truncate and restore: compact, as Kafka's own JSON; the
+    default ``ensure_ascii`` escapes a non-UTF-8 name's surrogates (``\\udcXX``)."""
+    import json
+
+    return json.dumps(obj, separators=(",", ":"))
+
+
 def _json_escape(e: UnicodeEncodeError) -> tuple[str, int]:
     return "".join(f"\\u{ord(c):04x}" for c in e.object[e.start:e.end]), e.end
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
 import time
@@ -14,6 +13,7 @@ from kafkatool.cli.main import ExitCode
 from kafkatool.cli.options import (
     ApplyStates,
     byte_progress,
+    compact_json,
     exit_on_error,
     interruptible,
     method_phrase,
@@ -27,11 +27,6 @@ from kafkatool.cli.options import (
 
 def _name(path: str) -> str:
     return os.path.basename(path)
-
-
-def _dumps(obj: dict) -> str:
-    # compact, as Kafka's own JSON; ensure_ascii escapes a non-UTF-8 name's surrogates (\udcxx)
-    return json.dumps(obj, separators=(",", ":"))
 
 
 def file_line(c) -> str:
@@ -235,7 +230,7 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
         if fmt == "jsonl":
             for p in needing:
                 if p.log_path in reports:
-                    out.write(_dumps(plan_object(p, reports[p.log_path])) + "\n")
+                    out.write(compact_json(plan_object(p, reports[p.log_path])) + "\n")
 
     if execute and needing:
         stamp = time.time()
@@ -249,10 +244,10 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
     written = sum(len(r.written) for r in reports.values())
     if fmt == "jsonl":
         for p in problems:
-            out.write(_dumps(problem_object(p)) + "\n")
+            out.write(compact_json(problem_object(p)) + "\n")
         for p in plans:
-            out.write(_dumps(plan_object(p, reports.get(p.log_path), refused_at_apply.get(p.log_path))) + "\n")
-        out.write(_dumps({
+            out.write(compact_json(plan_object(p, reports.get(p.log_path), refused_at_apply.get(p.log_path))) + "\n")
+        out.write(compact_json({
             "type": "reindex_summary",
             "execute": execute,
             "all": rebuild_all,

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import exit_on_error, interruptible, plural, safe_text_stream, warn_live_brokers
+from kafkatool.cli.options import compact_json, exit_on_error, interruptible, plural, safe_text_stream, warn_live_brokers
 
 _WHAT = {
     "splice": "{n} back into the .log ({result} -> {original} bytes)",
     "copy": "the original back ({original} bytes) from {backup}",
     "remove": "the file {tool} created",
 }
-
-
-def _dumps(obj: dict) -> str:
-    # compact camelCase, as Kafka's own JSON; ensure_ascii escapes a non-UTF-8 name's surrogates (\udcxx)
-    return json.dumps(obj, separators=(",", ":"))
 
 
 def step_line(step) -> str:
@@ -133,8 +127,8 @@ def restore(backup_dir, execute, log_dirs, force, fmt, quiet) -> None:
     done = set(report.restored) if report is not None else set()
     if fmt == "jsonl":
         for f in plan.files:
-            out.write(_dumps(file_object(f, (f.target in done) if execute else None)) + "\n")
-        out.write(_dumps({
+            out.write(compact_json(file_object(f, (f.target in done) if execute else None)) + "\n")
+        out.write(compact_json({
             "type": "restore_summary",
             "backupDir": plan.backup_dir,
             "execute": execute,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -13,6 +12,7 @@ from kafkatool.cli.main import ExitCode
 from kafkatool.cli.options import (
     ApplyStates,
     byte_progress,
+    compact_json,
     exit_on_error,
     interruptible,
     method_phrase,
@@ -26,11 +26,6 @@ from kafkatool.cli.options import (
 
 def _name(path: str) -> str:
     return os.path.basename(path)
-
-
-def _dumps(obj: dict) -> str:
-    # compact, as Kafka's own JSON; ensure_ascii escapes a non-UTF-8 name's surrogates (\udcxx)
-    return json.dumps(obj, separators=(",", ":"))
 
 
 def _offsets(first: int, last: int) -> str:
@@ -256,7 +251,7 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
         if fmt == "jsonl":
             for p in needing:
                 if p.partition_dir in reports:
-                    out.write(_dumps(plan_object(p, reports[p.partition_dir])) + "\n")
+                    out.write(compact_json(plan_object(p, reports[p.partition_dir])) + "\n")
 
     if execute and needing:
         stamp = time.time()
@@ -271,13 +266,13 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
     removed = sum(p.removed_bytes for p in (changed if execute else needing))
     if fmt == "jsonl":
         for p in problems:
-            out.write(_dumps(problem_object(p)) + "\n")
+            out.write(compact_json(problem_object(p)) + "\n")
         for path, message in unreadable:
             if not any(p.path == path for p in problems):
-                out.write(_dumps({"type": "truncate_problem", "path": path, "kind": "unreadable", "message": message}) + "\n")
+                out.write(compact_json({"type": "truncate_problem", "path": path, "kind": "unreadable", "message": message}) + "\n")
         for p in plans:
-            out.write(_dumps(plan_object(p, reports.get(p.partition_dir), refused_at_apply.get(p.partition_dir))) + "\n")
-        out.write(_dumps({
+            out.write(compact_json(plan_object(p, reports.get(p.partition_dir), refused_at_apply.get(p.partition_dir))) + "\n")
+        out.write(compact_json({
             "type": "truncate_summary",
             "execute": execute,
             "partitions": len(plans),

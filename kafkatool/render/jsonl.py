@@ -10,7 +10,7 @@ from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record
 from kafkatool.record.compression import codec_name
 from kafkatool.record.control import control_type_name
 
-__all__ = ["JsonlRenderer", "batch_object", "record_object"]
+__all__ = ["JsonlRenderer", "batch_object", "record_object", "item_object"]
 
 _TS = TIMESTAMP_TYPE_NAMES
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -92,7 +92,7 @@ class JsonlRenderer:
             return self._batches(item), False  # type: ignore[arg-type]
         if t is d.BatchItems:
             return "".join([self._batch(i) for i in item.items]), False  # type: ignore[attr-defined]
-        obj = _object(item)
+        obj = item_object(item)
         if obj is None:
             return "", False
         return _dumps(obj) + "\n", False
@@ -137,7 +137,7 @@ _TS_PAIR_NAMES = {
 }
 
 
-def _object(item: object) -> dict | None:
+def item_object(item: object) -> dict | None:
     match item:
         case d.FileHeader(path=path, kind=kind, second_line=second):
             obj = {"type": "file", "file": path, "kind": kind}

@@ -299,9 +299,9 @@ class TableRenderer:
             ts = item.timestamp  # type: ignore[attr-defined]
             return self._add((str(ts), iso_time(ts), str(item.offset))), False  # type: ignore[attr-defined]
         if t in (d.SnapshotEntryItem, d.TxnEntryItem, d.CheckpointItem):
-            from kafkatool.render.jsonl import _object
+            from kafkatool.render.jsonl import item_object
 
-            obj = _object(item) or {}
+            obj = item_object(item) or {}
             entry = " ".join(f"{k}={checkpoint_value(v)}" for k, v in obj.items() if k not in ("type", "file"))
             return self._add((escape(entry),)), False
         if t is d.FileHeader:
