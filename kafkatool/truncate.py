@@ -94,8 +94,11 @@ from kafkatool.repair import (
 )
 from kafkatool.safety import (
     TruncateBackup,
+    describe_pid,
     fault_point,
     fsync_dir,
+    lock_holder,
+    real_log_dir_of,
     sha256_hex,
 )
 from kafkatool.segment import files as names
@@ -847,8 +850,11 @@ def plan_truncate(
         try:
             _journal_work(journal)
         except RepairError as e:
+            refusal = _journal_refusal(partition_dir, journal, e)
+            if refusal is None:  # the run that wrote it completed it meanwhile: plan what is there now
+                return plan_truncate(partition_or_segment, keep_valid_after, index_interval_bytes, segments=segments)
             return TruncatePlan(partition_dir, keep_valid_after, 0, (), (), (), None, (), tuple(temps), journal, staging,
-                                (Refusal(journal, None, str(e)),))
+                                (refusal,))
         return TruncatePlan(partition_dir, keep_valid_after, 0, (), (), (), None,
                             (f"an interrupted truncate committed its journal {journal}; it is completed first",),
                             tuple(temps), journal, staging)
@@ -989,6 +995,24 @@ def _size_or_zero(path: str) -> int:
 
 
 # ----------------------------------------------------------------------------- the journal
+
+
+def _journal_refusal(partition_dir: str, journal: str, error: RepairError) -> Refusal | None:
+    """Why a plan made without the lock refuses a journal whose files do not match it.
+
+    A journal is not necessarily an interrupted run's: another truncate may be between its
+    commit point and its last rename right now, holding the log dir's lock. Then the journal
+    is in progress, not stale. None when the journal is gone by now (that run completed)."""
+    log_dir = real_log_dir_of(partition_dir)
+    holder = lock_holder(log_dir)
+    if holder is not None and holder != os.getpid():
+        who = "another process" if holder < 0 else describe_pid(holder)
+        return Refusal(journal, None, f"{who} holds the lock on this log dir ({os.path.join(log_dir, names.LOCK)}) "
+                                      "and is completing this journal; run again when it is done")
+    if not os.path.lexists(journal):
+        return None
+    return Refusal(journal, None, str(error))
+
 
 
 class StaleJournalError(PartitionRefused):

@@ -930,6 +930,46 @@ def test_another_users_partition_is_an_error_naming_the_file(tmp_path: Path) -> 
         shutil.rmtree(top, ignore_errors=True)
 
 
+def test_a_journal_in_progress_under_another_runs_lock_is_not_called_stale(tmp_path: Path) -> None:
+    # CI caught this race: run B planned (without the lock) while run A was between its journal's
+    # commit point and its last rename, found A's files "changed since the journal", and refused
+    # the journal as stale. While another process holds the lock the journal is in progress.
+    for step in range(1, 40):
+        root = tmp_path / f"s{step}"
+        part = _journal_partition(root)
+        r = kafkatool("truncate", "--execute", "--quiet", "--backup-dir", str(root / "bk"), str(part), fault_at=step,
+                      no_exchange=True)
+        assert r.returncode == -signal.SIGKILL, (step, r)
+        if not (part / JOURNAL).exists():
+            continue
+        journal = json.loads((part / JOURNAL).read_text())
+        pending = [m["source"] for m in journal["move"] if (part / m["source"]).exists()]
+        if pending:
+            break
+    else:
+        raise AssertionError("no step leaves a journal with moves pending")
+    with open(part / pending[-1], "ab") as f:  # what the run holding the lock did meanwhile, as the journal sees it
+        f.write(data(100, 2, size=77))
+    before = files(part)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl,os,sys; fd=os.open(sys.argv[1], os.O_RDWR|os.O_CREAT); "
+         "fcntl.lockf(fd, fcntl.LOCK_EX|fcntl.LOCK_NB); print('locked', flush=True); sys.stdin.read()",
+         str(part.parent / ".lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        r = kafkatool("truncate", "--execute", "--backup-dir", str(root / "bk2"), str(part), no_exchange=True, stderr=True)
+        assert r.returncode == 2, r
+        assert f"PID {holder.pid}" in r.stderr and "holds the lock on this log dir" in r.stderr, r.stderr
+        assert str(part.parent / ".lock") in r.stderr and "changed since" not in r.stderr, r.stderr
+        assert files(part) == before
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    # once the lock is free the same journal is what it is: stale
+    r = kafkatool("truncate", "--execute", "--backup-dir", str(root / "bk3"), str(part), no_exchange=True, stderr=True)
+    assert r.returncode == 2 and "changed since the interrupted truncate's journal recorded it" in r.stderr, r.stderr
+
+
 @pytest.mark.parametrize("no_exchange", ["0", "1"], ids=["exchange", "journal"])
 def test_two_runs_at_once_end_in_one_clean_state(tmp_path: Path, no_exchange: str) -> None:
     from crash_helpers import whole_state
