@@ -90,3 +90,72 @@ def test_version_does_not_load_rich_or_the_codecs() -> None:
     )
     assert "click" in loaded
     assert not loaded & {"rich", "lz4", "zstandard", "snappy"}, sorted(loaded)
+
+
+# --------------------------------------------------------------------------- private names stay private
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+#: The one sanctioned private import: the loader of the optional compiled extension (record/speedups.py).
+PRIVATE_MODULE_LOADERS = {("kafkatool.record.speedups", "kafkatool.record._speedups")}
+
+
+def private_uses(path: Path, name: str) -> list[str]:
+    """Every ``_name`` of another kafkatool module that ``path`` (module ``name``) imports or reads."""
+    tree = ast.parse(path.read_text())
+    package = name.rsplit(".", 1)[0] if path.name != "__init__.py" else name
+    found: list[str] = []
+    modules: dict[str, str] = {}  # local name -> kafkatool module it is bound to
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            if not source.startswith("kafkatool"):
+                continue
+            for alias in node.names:
+                full = f"{source}.{alias.name}"
+                if (name, full) in PRIVATE_MODULE_LOADERS:
+                    continue
+                if _private(alias.name) or any(_private(p) for p in source.split(".")):
+                    found.append(f"line {node.lineno}: from {source} import {alias.name}")
+                modules[alias.asname or alias.name] = full
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("kafkatool"):
+                    if any(_private(p) for p in alias.name.split(".")):
+                        found.append(f"line {node.lineno}: import {alias.name}")
+                    modules[alias.asname or alias.name.split(".")[0]] = alias.asname and alias.name or "kafkatool"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name):
+            if node.value.id in modules:
+                found.append(f"line {node.lineno}: {node.value.id}.{node.attr} ({modules[node.value.id]})")
+    return found
+
+
+@pytest.mark.parametrize("path,name", list(modules()))
+def test_no_module_uses_another_modules_private_name(path: Path, name: str) -> None:
+    uses = private_uses(path, name)
+    assert not uses, f"{name} uses private names of other modules: {uses}"
+
+
+def test_the_private_name_check_catches_what_it_guards(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from kafkatool.repair import _secret, public\n"
+        "from .walk import _decode_entry\n"
+        "from kafkatool.segment import files as names\n"
+        "import kafkatool.record._speedups\n"
+        "x = names._name('a')\n"
+        "y = names.parse_base_offset('a')\n"
+    )
+    uses = private_uses(probe, "kafkatool.segment.probe")
+    assert len(uses) == 4, uses
+    assert any("_secret" in u for u in uses) and any("kafkatool.segment.walk" in u for u in uses)
+    assert any("names._name" in u for u in uses) and any("import kafkatool.record._speedups" in u for u in uses)
