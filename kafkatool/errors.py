@@ -14,6 +14,12 @@ plans and reports of reindex and truncate, text and JSON alike):
 
 So for a checksum ``found`` is the stored CRC and ``expected`` the CRC computed over the
 bytes, and messages name both explicitly: ``(stored crc 3953238404, computed crc 3953238405)``.
+
+Every error also carries its ``kind``: what went wrong, as data a caller branches on (verify
+reports it as its finding kind; reindex and truncate say why they refused). A class gives the
+default (``CompressionError.kind == "decompression_failed"``); a raiser names a more precise
+one with ``kind=`` (``"decompressed_too_large"``, ``"record_count_mismatch"``). The message is
+for people: no caller classifies an error by its text.
 """
 
 from __future__ import annotations
@@ -24,6 +30,10 @@ from typing import Any
 class KafkaToolError(Exception):
     """Base class of every error kafkatool raises on bad input."""
 
+    kind: str | None = None
+    """What went wrong, as data (see the module docstring); None when nothing more precise
+    than the class is known."""
+
     def __init__(
         self,
         message: str,
@@ -32,8 +42,11 @@ class KafkaToolError(Exception):
         position: int | None = None,
         expected: Any = None,
         found: Any = None,
+        kind: str | None = None,
     ) -> None:
         self.message = message
+        if kind is not None:  # else the class default
+            self.kind = kind
         self.path = path
         self.position = position
         self.expected = expected
@@ -66,6 +79,7 @@ class KafkaToolError(Exception):
             expected=self.expected,
             found=self.found,
         )
+        err.kind = self.kind
         err.__cause__ = self.__cause__
         return err
 
@@ -73,13 +87,19 @@ class KafkaToolError(Exception):
 class CorruptRecordError(KafkaToolError):
     """Checksum, size or end-of-data problems (Kafka's CorruptRecordException)."""
 
+    kind = "invalid_record"
+
 
 class InvalidRecordError(KafkaToolError):
     """Structural problems in records, wrappers or control records (InvalidRecordException)."""
 
+    kind = "invalid_record"
+
 
 class CompressionError(InvalidRecordError):
     """A compressed stream could not be decoded (Kafka: ``Failed to decompress record stream``)."""
+
+    kind = "decompression_failed"
 
 
 class CorruptIndexError(KafkaToolError):

@@ -43,7 +43,7 @@ _FEED = 64 * 1024  # compressed bytes given to zlib per call: its unconsumed tai
 
 
 def _exceeds(max_output: int, codec: str) -> CompressionError:
-    return CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes ({codec})")
+    return CompressionError(f"Decompressed size exceeds the limit of {max_output} bytes ({codec})", kind="decompressed_too_large")
 
 
 class Codec(IntEnum):
