@@ -25,7 +25,9 @@ __all__ = [
     "parse_base_offset",
     "parse_checkpoint_name",
     "parse_partition_dir",
+    "SEGMENT_SUFFIX_RANK",
     "segment_file_name",
+    "segment_order",
     "sibling",
     "split_temp_suffix",
 ]
@@ -329,3 +331,34 @@ def sibling(path: str | os.PathLike[str], suffix: str) -> str:
     if suffix and not suffix.startswith("."):
         suffix = "." + suffix
     return os.path.join(directory, prefix + suffix)
+
+
+#: Where each file of a segment sorts among the files with the same offset prefix: the
+#: segment (or a KRaft ``.checkpoint`` snapshot) first, then its indexes, then the producer
+#: snapshot named after the same offset. The one table behind "segment order".
+SEGMENT_SUFFIX_RANK = {
+    LOG_SUFFIX: 0,
+    CHECKPOINT_SUFFIX: 0,
+    INDEX_SUFFIX: 1,
+    TIME_INDEX_SUFFIX: 2,
+    TXN_INDEX_SUFFIX: 3,
+    PRODUCER_SNAPSHOT_SUFFIX: 4,
+}
+_SNAPSHOT_RANK = SEGMENT_SUFFIX_RANK[PRODUCER_SNAPSHOT_SUFFIX]
+
+
+def segment_order(name: str, *, snapshots_last: bool = False) -> tuple[int, int, int, str]:
+    """Sort key of a file name in "segment order" (what dump and verify list a directory in).
+
+    Files whose suffix (from the last ``.``) is in :data:`SEGMENT_SUFFIX_RANK` and whose name
+    starts with decimal digits (up to the first ``.`` or ``-``) sort by that number, then by
+    rank: ``00000000000000000000.log``, its ``.index``, ``.timeindex``, ``.txnindex``, then the
+    next offset. Every other name sorts after them, by name. With ``snapshots_last`` the
+    producer snapshots come after every segment (dump's order) rather than at their offset.
+    """
+    rank = SEGMENT_SUFFIX_RANK.get(file_suffix(name) or "")
+    prefix = name.split(".", 1)[0].split("-", 1)[0]
+    # isdecimal, not isdigit: int() reads every decimal digit, but not a superscript two
+    if rank is not None and prefix.isdecimal():
+        return (1 if snapshots_last and rank == _SNAPSHOT_RANK else 0, int(prefix), rank, name)
+    return (2, 0, 0, name)
