@@ -99,4 +99,7 @@ class _LazyCommands(MutableMapping):
         return len(self._specs)
 
 
-cli.commands = _LazyCommands(COMMANDS)
+#: Commands registered here until they join :data:`~kafkatool.cli.main.COMMANDS`.
+_MORE_COMMANDS = {"stats": "kafkatool.cli.stats:stats"}
+
+cli.commands = _LazyCommands({**COMMANDS, **_MORE_COMMANDS})

@@ -1,0 +1,681 @@
+"""``kafkatool stats``: what a partition holds, from its batch headers, in one pass.
+
+Per partition (:class:`PartitionStats`): the first and last offset and the log end, record
+and batch counts, bytes, the time range, codecs and magics, the producers (id, epoch, last
+sequence), transactional and control batches (commit and abort markers), and the log end
+compared with the log dir's ``recovery-point-offset-checkpoint``,
+``replication-offset-checkpoint`` and ``log-start-offset-checkpoint``
+(:class:`CheckpointComparison`).
+
+Written only against the public API (:mod:`kafkatool.segment.logdir` and the record
+types), as a proof that the model is enough for an operation: :func:`iter_stats` takes
+command-line paths, :func:`partition_stats` one :class:`~kafkatool.segment.logdir.Partition`.
+
+Shallow: only batch headers are read (the model's batch iteration, which rides the
+compiled window walk); nothing is decompressed, except the first record of a control batch
+(its marker type) and, for the first offset, a legacy compressed wrapper that opens a
+partition. ``deep=True`` also opens every legacy compressed wrapper to count its records.
+Memory per partition is bounded whatever the input: the producer table keeps at most
+``max_producers`` ids and the distinct producers are counted exactly only up to
+:data:`PRODUCER_COUNT_LIMIT`.
+
+Bad input never raises: a corrupt region stops its segment, as the walk does, and is a
+located :class:`Problem` (file and byte position) of its partition; a malformed checkpoint
+is a problem too, and a missing checkpoint (or entry) is shown as such.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator
+
+from kafkatool.errors import KafkaToolError
+from kafkatool.record.batch import Batch
+from kafkatool.record.compression import codec_name
+from kafkatool.record.control import ControlType, control_type_name, decode_control_key
+from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
+from kafkatool.record.records import batch_record_chunks
+from kafkatool.segment.logdir import LogDir, Partition, Segment, Target, expand
+
+__all__ = [
+    "CHECKPOINTS",
+    "DEFAULT_MAX_PRODUCERS",
+    "PRODUCER_COUNT_LIMIT",
+    "CheckpointComparison",
+    "CheckpointState",
+    "PartitionStats",
+    "Problem",
+    "ProducerStats",
+    "StatsOptions",
+    "StatsRun",
+    "compare_checkpoint",
+    "iter_stats",
+    "partition_stats",
+    "segment_stats",
+]
+
+#: The log dir's offset checkpoints a partition's log end is compared with (spec §11.3), in the order shown.
+CHECKPOINTS = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint")
+
+DEFAULT_MAX_PRODUCERS = 10
+"""Producers listed per partition by default (the others are counted)."""
+PRODUCER_COUNT_LIMIT = 100_000
+"""Distinct producer ids counted exactly per partition; past it the count is a lower bound
+(a hostile segment of millions of ids must not grow memory without bound)."""
+
+
+# ----------------------------------------------------------------------------- the result model
+
+
+class CheckpointState(enum.Enum):
+    """How a partition's log end stands against one checkpoint's entry for it."""
+
+    EQUAL = "equal"
+    BEHIND = "behind"
+    """The log end is below the checkpointed offset (data the broker had recorded is missing)."""
+    AHEAD = "ahead"
+    """The log end is past the checkpointed offset."""
+    NO_FILE = "no_file"
+    """The log dir holds no such checkpoint."""
+    NO_ENTRY = "no_entry"
+    """The checkpoint has no line for this partition (normal for ``log-start-offset-checkpoint``:
+    Kafka writes a partition there only once its log start moved past its first segment)."""
+    UNREADABLE = "unreadable"
+    """The checkpoint is malformed or cannot be read (the partition's problems say why)."""
+    NOT_COMPARED = "not_compared"
+    """No log end, or no log dir to look in: a lone segment file, a ``-delete``/``-stray``
+    dir (its topic-partition's entries belong to the live dir), an empty partition."""
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointComparison:
+    """One checkpoint's entry for a partition, and the log end against it."""
+
+    name: str
+    """The checkpoint file's name (``recovery-point-offset-checkpoint`` ...)."""
+    offset: int | None
+    """The entry's offset; None when there is none to show (see :attr:`state`)."""
+    state: CheckpointState
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Bad input met while reading a partition, located: ``file:position: message``."""
+
+    file: str
+    position: int | None
+    message: str
+    kind: str
+    """What went wrong, as data (the error's kind: ``corrupt_batch``, ``crc_mismatch``, ``checkpoint``, ...)."""
+
+    def __str__(self) -> str:
+        where = self.file if self.position is None else f"{self.file}:{self.position}"
+        return f"{where}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerStats:
+    """One producer id's batches in a partition: its epoch and last sequence are those of its
+    last batch (in log order), as Kafka's producer state keeps them."""
+
+    producer_id: int
+    producer_epoch: int
+    last_sequence: int
+    last_offset: int
+    batches: int
+    records: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionStats:
+    """What :func:`partition_stats` found in one partition dir (or one segment file)."""
+
+    path: str
+    """The partition dir (or the ``.log`` named on the command line: :attr:`is_file`)."""
+    topic: str | None
+    partition: int | None
+    state: str | None
+    """None for a live partition, else ``delete``, ``future`` or ``stray``."""
+    is_file: bool
+    segments: int
+    bytes: int
+    """Bytes of the ``.log`` files."""
+    batch_bytes: int
+    """Bytes in the batches read (the rest: trailing bytes and corrupt regions)."""
+    batches: int
+    records: int
+    """Records in the batches read; a legacy compressed wrapper's count only when opened
+    (``deep``): see :attr:`unopened_wrappers`."""
+    unopened_wrappers: int
+    """Legacy compressed wrappers whose records :attr:`records` does not count."""
+    first_offset: int | None
+    last_offset: int | None
+    log_end: int | None
+    """The next offset: the last batch's last offset + 1, or the last segment's base offset
+    when it holds no batch (what the broker's log end would be after recovery)."""
+    min_timestamp: int | None
+    """The smallest batch first-record timestamp (a record inside a batch may be older)."""
+    max_timestamp: int | None
+    magics: dict[int, int]
+    """Batches per magic."""
+    codecs: dict[str, int]
+    """Batches per codec name (``none``, ``gzip`` ...)."""
+    timestamp_types: dict[str, int]
+    """Batches per timestamp type (``CreateTime``, ``LogAppendTime``, ``NoTimestampType``)."""
+    transactional_batches: int
+    """Transactional batches, control batches (markers) included."""
+    control_batches: int
+    control_types: dict[str, int]
+    """Control batches per marker type (``COMMIT``, ``ABORT``, ``LEADER_CHANGE``, ...)."""
+    crc_mismatches: int
+    producers: tuple[ProducerStats, ...]
+    """At most ``max_producers``, in order of first appearance."""
+    producer_count: int
+    """Distinct producer ids (>= 0); a lower bound when not :attr:`producer_count_exact`."""
+    producer_count_exact: bool
+    idempotent_batches: int
+    """Batches with a producer id (>= 0)."""
+    checkpoints: tuple[CheckpointComparison, ...]
+    trailing_bytes: int
+    """Bytes after the last whole batch of a segment that ended in a tail (not corruption)."""
+    problems: tuple[Problem, ...]
+
+    @property
+    def producers_not_listed(self) -> int:
+        return self.producer_count - len(self.producers)
+
+    @property
+    def ok(self) -> bool:
+        """No problem: every byte read as batches (or as a tail), every CRC right, every checkpoint readable."""
+        return not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class StatsOptions:
+    deep: bool = False
+    """Open legacy compressed wrappers to count their records."""
+    max_producers: int = DEFAULT_MAX_PRODUCERS
+    max_problems: int = 20
+    """Problems kept per partition (the rest are counted in one last problem)."""
+
+
+@dataclass
+class StatsRun:
+    """What :func:`iter_stats` was given: the paths with nothing Kafka in them, filled as it goes."""
+
+    nothing: list[str] = field(default_factory=list)
+    """Named paths in which nothing to count was found (a usage error for the command)."""
+    not_segments: list[str] = field(default_factory=list)
+    """Named files that are not a segment ``.log``."""
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def compare_checkpoint(name: str, entries: dict[tuple[str, int], int] | None, topic: str, partition: int,
+                       log_end: int | None) -> CheckpointComparison:
+    """The comparison of ``log_end`` with ``entries`` (a checkpoint's ``{(topic, partition): offset}``,
+    None when the file is absent)."""
+    if entries is None:
+        return CheckpointComparison(name, None, CheckpointState.NO_FILE)
+    offset = entries.get((topic, partition))
+    if offset is None:
+        return CheckpointComparison(name, None, CheckpointState.NO_ENTRY)
+    if log_end is None:
+        return CheckpointComparison(name, offset, CheckpointState.NOT_COMPARED)
+    state = CheckpointState.EQUAL if log_end == offset else CheckpointState.BEHIND if log_end < offset else CheckpointState.AHEAD
+    return CheckpointComparison(name, offset, state)
+
+
+class _Checkpoints:
+    """The three offset checkpoints of each log dir, each read once for the whole run."""
+
+    def __init__(self) -> None:
+        self._dirs: dict[str, LogDir] = {}
+        self._read: dict[tuple[str, str], tuple[dict | None, KafkaToolError | OSError | None]] = {}
+
+    def log_dir(self, partition_path: str) -> LogDir:
+        parent = os.path.dirname(os.path.abspath(partition_path))
+        d = self._dirs.get(parent)
+        if d is None:
+            d = self._dirs[parent] = LogDir(parent)
+        return d
+
+    def entries(self, log_dir: LogDir, name: str) -> tuple[dict | None, KafkaToolError | OSError | None]:
+        key = (log_dir.path, name)
+        got = self._read.get(key)
+        if got is None:
+            try:
+                got = (log_dir.offset_checkpoint(name), None)
+            except (KafkaToolError, OSError) as e:
+                got = (None, e)
+            self._read[key] = got
+        return got
+
+    def compare(self, partition: Partition, log_end: int | None, problems: list[Problem]) -> tuple[CheckpointComparison, ...]:
+        topic, number = partition.topic, partition.partition
+        if topic is None or number is None or partition.state in ("delete", "stray"):
+            return tuple(CheckpointComparison(n, None, CheckpointState.NOT_COMPARED) for n in CHECKPOINTS)
+        log_dir = self.log_dir(partition.path)
+        out = []
+        for name in CHECKPOINTS:
+            entries, error = self.entries(log_dir, name)
+            if error is not None:
+                problems.append(_problem(error, os.path.join(log_dir.path, name), "checkpoint"))
+                out.append(CheckpointComparison(name, None, CheckpointState.UNREADABLE))
+            else:
+                out.append(compare_checkpoint(name, entries, topic, number, log_end))
+        return tuple(out)
+
+
+def _problem(error: BaseException, file: str, kind: str | None = None) -> Problem:
+    if isinstance(error, KafkaToolError):
+        return Problem(error.path or file, error.position, error.message, kind or getattr(error, "kind", None) or "error")
+    if isinstance(error, OSError):
+        return Problem(error.filename or file, None, error.strerror or str(error), kind or "unreadable")
+    return Problem(file, None, str(error), kind or "error")
+
+
+# ----------------------------------------------------------------------------- the pass over batches
+
+
+class _Tally:
+    """Running totals over one partition's batches. :meth:`add_segment` is the hot loop."""
+
+    def __init__(self, opts: StatsOptions) -> None:
+        self.opts = opts
+        self.batches = 0
+        self.batch_bytes = 0
+        self.records = 0
+        self.unopened = 0
+        self.first_offset: int | None = None
+        self.last: Batch | None = None
+        self.tmin = _NO_TIME
+        self.inner_tmin = _NO_TIME  # the oldest record of the legacy wrappers opened (deep)
+        self.tmax = -1
+        self.kinds: dict[int, int] = {}  # (magic << 16 | attributes) -> batches
+        self.controls: dict[str, int] = {}
+        self.crc_bad = 0
+        self.idempotent = 0
+        self.producers: dict[int, list[int]] = {}  # id -> [epoch, last sequence, last offset, batches, records]
+        self.others: set[int] = set()  # ids past the table, counted up to PRODUCER_COUNT_LIMIT
+        self.others_saturated = False
+        self.problems: list[Problem] = []
+        self.problems_dropped = 0
+        self.trailing = 0
+
+    def problem(self, p: Problem) -> None:
+        if len(self.problems) < self.opts.max_problems:
+            self.problems.append(p)
+        else:
+            self.problems_dropped += 1
+
+    def add_segment(self, segment: Segment, batches: Iterable[Batch]) -> None:
+        """Count ``batches`` (one segment's, in file order)."""
+        path = segment.log_path
+        n = nbytes = records = 0
+        tmin, tmax = self.tmin, self.tmax
+        kinds = self.kinds
+        run_key, run_n = -1, 0
+        # the producer whose batches are being read: its id, its table row, its batch and record counts
+        pid_now, row, pid_batches, pid_records, pid_last = -1, None, 0, 0, None
+        last = None
+        reader = _EntryReader(path)
+        try:
+            for b in batches:
+                (_pos, size, offset, magic, crc, attrs, _lod, first_ts, max_ts, pid, epoch, _seq, count, _ple, computed) = b
+                n += 1
+                nbytes += size
+                key = magic << 16 | attrs
+                if key == run_key:
+                    run_n += 1
+                else:
+                    if run_n:
+                        kinds[run_key] = kinds.get(run_key, 0) + run_n
+                    run_key, run_n = key, 1
+                if magic >= 2:
+                    records += count
+                    if attrs & CONTROL_BIT:
+                        # a marker ends its producer's run of data batches; it sets the producer's
+                        # epoch but not its sequence or last data offset (Kafka's ProducerStateEntry)
+                        if pid_batches:
+                            self._producer_run(pid_now, row, pid_last, pid_batches, pid_records)
+                        pid_now, pid_batches, pid_records = _NO_PRODUCER_RUN, 0, 0
+                        self._control(reader, b)
+                    else:
+                        if pid != pid_now:
+                            if pid_batches:
+                                self._producer_run(pid_now, row, pid_last, pid_batches, pid_records)
+                            pid_now, pid_batches, pid_records = pid, 0, 0
+                            row = self._producer_row(pid) if pid >= 0 else None
+                        pid_batches += 1
+                        pid_records += count
+                        pid_last = b
+                else:
+                    records += self._legacy(reader, b)
+                if max_ts > tmax:
+                    tmax = max_ts
+                # the first record's timestamp: a v2 batch's base timestamp, unless it is the delete
+                # horizon or the batch is LogAppendTime (then every record has the max timestamp, §4.1);
+                # a legacy entry has one timestamp (-1 for magic 0)
+                low = max_ts if attrs & _MAX_IS_FIRST else first_ts
+                if low < tmin and low >= 0:
+                    tmin = low
+                if crc != computed:
+                    self._crc(path, b)
+                if self.first_offset is None:
+                    self.first_offset = self._first_offset(reader, b)
+                last = b
+        except KafkaToolError as e:
+            self.problem(_problem(e, path))
+        except OSError as e:
+            self.problem(_problem(e, path, "unreadable"))
+        finally:
+            reader.close()
+            if run_n:
+                kinds[run_key] = kinds.get(run_key, 0) + run_n
+            if pid_batches:
+                self._producer_run(pid_now, row, pid_last, pid_batches, pid_records)
+            self.batches += n
+            self.batch_bytes += nbytes
+            self.records += records
+            self.tmin, self.tmax = tmin, tmax
+            if last is not None:
+                self.last = last
+
+    # ---- the slow paths, each for a batch that needs a closer look
+
+    def _producer_row(self, pid: int) -> list[int] | None:
+        row = self.producers.get(pid)
+        if row is None:
+            if len(self.producers) < self.opts.max_producers:
+                row = self.producers[pid] = [-1, -1, -1, 0, 0]
+            elif not self.others_saturated:
+                self.others.add(pid)
+                if len(self.others) >= PRODUCER_COUNT_LIMIT:
+                    self.others_saturated = True
+        return row
+
+    def _producer_run(self, pid: int, row: list[int] | None, last: Batch, batches: int, records: int) -> None:
+        """The end of a run of batches from one producer (``last`` its last batch)."""
+        if pid < 0:
+            return
+        self.idempotent += batches
+        if row is not None:
+            row[0] = last.producer_epoch
+            row[1] = last.last_sequence
+            row[2] = last.last_offset
+            row[3] += batches
+            row[4] += records
+
+    def _control(self, reader: _EntryReader, b: Batch) -> None:
+        """The marker type of a control batch (its first record's key, §6); its producer's epoch."""
+        if b.producer_id >= 0:
+            self.idempotent += 1
+            row = self._producer_row(b.producer_id)
+            if row is not None:
+                row[0] = b.producer_epoch
+                row[3] += 1
+                row[4] += b.count
+        try:
+            record = reader.first_record(b)
+            name = "EMPTY" if record is None else control_type_name(decode_control_key(record.key)[1])
+        except KafkaToolError as e:
+            self.problem(_problem(e.at(reader.path, b.position), reader.path))
+            name = "UNREADABLE"
+        self.controls[name] = self.controls.get(name, 0) + 1
+
+    def _legacy(self, reader: _EntryReader, b: Batch) -> int:
+        """The records of a legacy entry: 1, or a wrapper's inner count when opened (``deep``)."""
+        if not b.attributes & CODEC_MASK:
+            return 1
+        if not self.opts.deep:
+            self.unopened += 1
+            return 0
+        n, low = 0, self.inner_tmin
+        try:
+            for chunk in batch_record_chunks(b, reader.read(b)):
+                n += len(chunk)
+                for r in chunk:
+                    if 0 <= r.timestamp < low:
+                        low = r.timestamp
+            self.inner_tmin = low
+            return n
+        except KafkaToolError as e:
+            self.problem(_problem(e.at(reader.path, b.position), reader.path))
+            self.unopened += 1
+            return 0
+
+    def _first_offset(self, reader: _EntryReader, b: Batch) -> int:
+        """The first offset of the partition's first batch; a legacy wrapper's offset is its
+        LAST inner offset, so its first record is read."""
+        if b.magic >= 2 or not b.attributes & CODEC_MASK:
+            return b.offset
+        try:
+            record = reader.first_record(b)
+        except KafkaToolError as e:
+            self.problem(_problem(e.at(reader.path, b.position), reader.path))
+            return b.offset
+        return b.offset if record is None else record.offset
+
+    def _crc(self, path: str, b: Batch) -> None:
+        if not self.crc_bad:
+            which = "CRC-32C" if b.magic >= 2 else "CRC-32"
+            self.problem(Problem(path, b.position, f"batch {which} mismatch (stored crc {b.crc}, computed crc {b.computed_crc}); "
+                                                   "the counts include this batch and any others like it", "crc_mismatch"))
+        self.crc_bad += 1
+
+    # ---- the result
+
+    def kind_counts(self) -> tuple[dict[int, int], dict[str, int], dict[str, int], int, int]:
+        magics: dict[int, int] = {}
+        codecs: dict[str, int] = {}
+        ts_types: dict[str, int] = {}
+        transactional = control = 0
+        for key, n in sorted(self.kinds.items()):
+            magic, attrs = key >> 16, key & 0xFFFF
+            magics[magic] = magics.get(magic, 0) + n
+            codec = codec_name(attrs & CODEC_MASK)
+            codecs[codec] = codecs.get(codec, 0) + n
+            ts = "NoTimestampType" if magic == 0 else "LogAppendTime" if attrs & TIMESTAMP_TYPE_BIT else "CreateTime"
+            ts_types[ts] = ts_types.get(ts, 0) + n
+            if magic >= 2:
+                if attrs & TRANSACTIONAL_BIT:
+                    transactional += n
+                if attrs & CONTROL_BIT:
+                    control += n
+        return magics, codecs, ts_types, transactional, control
+
+    def producer_table(self) -> tuple[tuple[ProducerStats, ...], int, bool]:
+        listed = tuple(ProducerStats(pid, *row) for pid, row in self.producers.items())
+        count = len(self.producers) + len(self.others)
+        return listed, count, not self.others_saturated
+
+
+_NO_TIME = 1 << 63
+_NO_PRODUCER_RUN = -2  # below every producer id (-1: none): the next data batch starts a run
+
+_MAX_IS_FIRST = TIMESTAMP_TYPE_BIT | DELETE_HORIZON_BIT
+"""Attribute bits under which a batch's first record's timestamp is its max timestamp (or, for
+a delete horizon, not known from the header: the max bounds it). A legacy entry's two header
+timestamps are one and the same."""
+
+
+class _EntryReader:
+    """Reads whole entries of one segment file for the few batches that need a closer look; the
+    file is opened on first use."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd: int | None = None
+
+    def read(self, b: Batch) -> bytes:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        data = os.pread(self._fd, b.size, b.position)
+        if len(data) != b.size:
+            raise KafkaToolError("the file shrank while it was read", path=self.path, position=b.position)
+        return data
+
+    def first_record(self, b: Batch):
+        """The first record of a batch (None when it has none): one chunk decoded, not the whole batch."""
+        for chunk in batch_record_chunks(b, self.read(b)):
+            return chunk[0] if chunk else None
+        return None
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+# ----------------------------------------------------------------------------- partitions and paths
+
+
+def segment_stats(segment: Segment, opts: StatsOptions = StatsOptions()) -> PartitionStats:
+    """The stats of one segment file on its own (no log dir: checkpoints are not compared)."""
+    return _stats(segment.log_path, None, [segment], opts, None, None)
+
+
+def partition_stats(partition: Partition, opts: StatsOptions = StatsOptions(), *, _checkpoints: "_Checkpoints | None" = None) -> PartitionStats:
+    """The stats of one partition dir, its log end compared with its log dir's checkpoints (the
+    log dir is the partition dir's parent)."""
+    problems: list[Problem] = []
+    try:
+        segments = partition.segments()
+    except KafkaToolError as e:
+        problems.append(_problem(e, partition.path, "unreadable"))
+        segments = []
+    return _stats(partition.path, partition, segments, opts, _checkpoints or _Checkpoints(), problems)
+
+
+def _stats(path: str, partition: Partition | None, segments: list[Segment], opts: StatsOptions,
+           checkpoints: _Checkpoints | None, early: list[Problem] | None) -> PartitionStats:
+    tally = _Tally(opts)
+    for p in early or ():
+        tally.problem(p)
+    size = 0
+    end_of_last: int | None = None
+    for segment in segments:
+        try:
+            file_size = os.stat(segment.log_path).st_size
+        except OSError as e:
+            tally.problem(_problem(e, segment.log_path, "unreadable"))
+            continue
+        size += file_size
+        before = tally.last
+        walked = _Walked(segment, file_size)
+        tally.add_segment(segment, walked)
+        tally.trailing += walked.trailing
+        end_of_last = tally.last.next_offset if tally.last is not before and tally.last is not None else segment.base_offset
+    last = tally.last
+    magics, codecs, ts_types, transactional, control = tally.kind_counts()
+    producers, producer_count, exact = tally.producer_table()
+    problems = list(tally.problems)
+    if checkpoints is not None and partition is not None:
+        cps = checkpoints.compare(partition, end_of_last, problems)
+    else:
+        cps = tuple(CheckpointComparison(n, None, CheckpointState.NOT_COMPARED) for n in CHECKPOINTS)
+    if tally.problems_dropped:
+        problems.append(Problem(path, None, f"{tally.problems_dropped} more problems not listed", "more"))
+    return PartitionStats(
+        path=path,
+        topic=partition.topic if partition is not None else None,
+        partition=partition.partition if partition is not None else None,
+        state=partition.state if partition is not None else None,
+        is_file=partition is None,
+        segments=len(segments),
+        bytes=size,
+        batch_bytes=tally.batch_bytes,
+        batches=tally.batches,
+        records=tally.records,
+        unopened_wrappers=tally.unopened,
+        first_offset=tally.first_offset,
+        last_offset=None if last is None else last.last_offset,
+        log_end=end_of_last,
+        min_timestamp=None if min(tally.tmin, tally.inner_tmin) == _NO_TIME else min(tally.tmin, tally.inner_tmin),
+        max_timestamp=None if tally.tmax < 0 else tally.tmax,
+        magics=magics,
+        codecs=codecs,
+        timestamp_types=ts_types,
+        transactional_batches=transactional,
+        control_batches=control,
+        control_types=dict(sorted(tally.controls.items())),
+        crc_mismatches=tally.crc_bad,
+        producers=producers,
+        producer_count=producer_count,
+        producer_count_exact=exact,
+        idempotent_batches=tally.idempotent,
+        checkpoints=cps,
+        trailing_bytes=tally.trailing,
+        problems=tuple(problems),
+    )
+
+
+class _Walked:
+    """A segment's batches from the model; afterwards :attr:`trailing` holds the bytes after the
+    last whole batch when the segment ended in a tail (a corrupt region raises instead)."""
+
+    def __init__(self, segment: Segment, file_size: int) -> None:
+        self.segment = segment
+        self.file_size = file_size
+        self.trailing = 0
+
+    def __iter__(self) -> Iterator[Batch]:
+        end = 0
+        for b in self.segment.batches():
+            end = b.position + b.size
+            yield b
+        self.trailing = self.file_size - end
+
+
+def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: StatsRun | None = None) -> Iterator[PartitionStats]:
+    """The stats of every partition dir (and named segment file) found in ``paths``: files,
+    partition dirs, log dirs, directories of log dirs (:func:`~kafkatool.segment.logdir.expand`).
+
+    Partition dirs come in the order the search finds them; each log dir's checkpoints are
+    read once. ``run`` collects the named paths that hold nothing to count.
+    """
+    run = run if run is not None else StatsRun()
+    checkpoints = _Checkpoints()
+    targets = expand(list(paths))
+    found: set[int] = set()  # ids of the named targets something was found in
+    for t in targets:
+        top = t
+        while top.parent is not None:
+            top = top.parent
+        if not t.is_dir:
+            if t.error is not None:
+                found.add(id(top))
+                yield _unreadable(t.path, t.error)
+            elif t.path.endswith(".log") and t.type.name == "FILE":
+                found.add(id(top))
+                try:
+                    segment = Segment.at(t.path)
+                except KafkaToolError as e:
+                    yield _unreadable(t.path, e)
+                    continue
+                yield segment_stats(segment, opts)
+            else:
+                found.add(id(top))
+                run.not_segments.append(t.path)
+            continue
+        if t.error is not None:
+            if t.named or t.partition_dir is not None:
+                found.add(id(top))
+                yield _unreadable(t.path, t.error)
+            continue
+        if t.holds_segments or t.partition_dir is not None:
+            found.add(id(top))
+            partition = t.partition()
+            yield partition_stats(partition, opts, _checkpoints=checkpoints)
+    for t in targets:
+        if t.named and id(t) not in found:
+            run.nothing.append(t.path)
+
+
+def _unreadable(path: str, error: KafkaToolError) -> PartitionStats:
+    tally = _Tally(StatsOptions())
+    return _stats(path, None, [], StatsOptions(), None, [_problem(error, path, "unreadable")])
