@@ -249,3 +249,316 @@ def test_fixture_log_dir_is_found_whole():
     (s,) = txn.segments()
     assert (s.base_offset, os.path.basename(s.txnindex_path)) == (100, seg(100, ".txnindex"))
     assert s.snapshot_path is None  # the snapshot is named after offset 152, not the segment's base 100
+
+
+# ----------------------------------------------------------------------------- reading: helpers
+
+import bisect
+import shutil
+import struct
+
+from kafka.record.memory_records import MemoryRecords
+
+from kafkatool.segment.walk import WalkStop
+
+CLUSTER_METADATA = "greenlemonT__kafka-temp/data/kafka3/__cluster_metadata-0"
+
+
+def kp_batches(data: bytes) -> list[tuple[int, int, object]]:
+    """``(position, size, batch)`` of every batch, read by kafka-python (positions summed from its sizes)."""
+    out, pos, mr = [], 0, MemoryRecords(bytes(data))
+    while (b := mr.next_batch()) is not None:
+        size = b.size_in_bytes
+        out.append((pos, size, b))
+        pos += size
+    return out
+
+
+def kp_last_offset(b) -> int:
+    return b.last_offset if hasattr(b, "last_offset") else b._offset  # legacy: the entry's (last inner) offset
+
+
+def kp_max_timestamp(b) -> int:
+    """A batch's max timestamp; a legacy entry's own timestamp (kafka-python keeps it unexported; v0: -1)."""
+    if hasattr(b, "max_timestamp"):
+        return b.max_timestamp
+    return b._timestamp if b.magic else -1
+
+
+def kp_records(data: bytes, *, control: bool = False) -> list[tuple]:
+    """``(offset, timestamp, key, value)`` of every record, read by kafka-python."""
+    out = []
+    for _pos, _size, b in kp_batches(data):
+        if getattr(b, "is_control_batch", False) and not control:
+            continue
+        # (kafka-python gives a v0 message no timestamp; Kafka's NO_TIMESTAMP is -1)
+        out.extend((r.offset, -1 if r.timestamp is None else r.timestamp, r.key, r.value) for r in b)
+    return out
+
+
+def rec(r) -> tuple:
+    return (r.offset, r.timestamp, r.key, r.value)
+
+
+def hand_framing(data: bytes) -> list[tuple[int, int, int]]:
+    """``(position, size, offset)`` of each entry, by the §3 framing alone: int64 offset, int32 size."""
+    out, pos = [], 0
+    while pos + 12 <= len(data):
+        offset, size = struct.unpack_from(">qi", data, pos)
+        if pos + 12 + size > len(data):
+            break
+        out.append((pos, 12 + size, offset))
+        pos += 12 + size
+    return out
+
+
+def split_into_segments(src: Path, dest: Path, cuts: list[int]) -> list[int]:
+    """Cut one real ``.log`` into segments at the given batch numbers (no indexes); their base offsets."""
+    data = src.read_bytes()
+    framing = hand_framing(data)
+    dest.mkdir(parents=True)
+    bounds = [0, *cuts, len(framing)]
+    bases = []
+    for a, b in zip(bounds, bounds[1:]):
+        start = framing[a][0]
+        end = framing[b - 1][0] + framing[b - 1][1]
+        base = framing[a][2]
+        (dest / seg(base, ".log")).write_bytes(data[start:end])
+        bases.append(base)
+    return bases
+
+
+# ----------------------------------------------------------------------------- reading: segments
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(FIXTURES) if (FIXTURES / n).is_dir()))
+def test_segment_batches_match_kafka_python_and_the_framing(name):
+    (s,) = Partition(FIXTURES / name).segments()
+    data = Path(s.log_path).read_bytes()
+    got = [(b.position, b.size, b.offset, b.last_offset) for b in s.batches()]
+    assert [(p, n, o) for p, n, o, _ in got] == hand_framing(data)
+    assert [(p, n, kp_last_offset(b)) for p, n, b in kp_batches(data)] == [(p, n, last) for p, n, _, last in got]
+
+
+def test_segment_reader_reports_where_it_stopped(tmp_path):
+    src = FIXTURES / "v2-none-0" / seg(0, ".log")
+    data = src.read_bytes()
+    (tmp_path / seg(0, ".log")).write_bytes(data + data[:40])  # a truncated copy of the first batch
+    s = Segment.at(tmp_path / seg(0, ".log"))
+    reader = s.batches()
+    assert len(list(reader)) == 4
+    assert (reader.position, reader.stop, reader.trailing_bytes) == (len(data), WalkStop.TAIL, 40)
+    # bounded in bytes: [930, 1886) holds exactly the second batch
+    assert [(b.position, b.size) for b in s.batches(930, 1886)] == [(930, 956)]
+
+
+def test_segment_framing_error_is_located_never_a_traceback(tmp_path):
+    data = bytearray((FIXTURES / "v2-none-0" / seg(0, ".log")).read_bytes())
+    struct.pack_into(">i", data, 930 + 8, 5)  # the second batch's size: below the 14-byte minimum
+    (tmp_path / seg(0, ".log")).write_bytes(bytes(data))
+    s = Segment.at(tmp_path / seg(0, ".log"))
+    seen = []
+    with pytest.raises(KafkaToolError) as e:
+        for b in s.batches():
+            seen.append(b.position)
+    assert seen == [0]
+    assert (e.value.path, e.value.position) == (s.log_path, 930)
+    assert str(e.value).startswith(f"{s.log_path}:930: ")
+    with pytest.raises(KafkaToolError) as e:
+        list(s.records())
+    assert e.value.position == 930
+
+
+def test_segment_record_error_is_located_at_its_batch(tmp_path):
+    data = bytearray((FIXTURES / "v2-gzip-0" / seg(0, ".log")).read_bytes())
+    data[670 + 61 + 20] ^= 0xFF  # inside the second batch's gzip stream
+    (tmp_path / seg(0, ".log")).write_bytes(bytes(data))
+    s = Segment.at(tmp_path / seg(0, ".log"))
+    assert len(list(s.batches())) == 4  # framing holds: only the CRC says so
+    assert [b.crc_valid for b in s.batches()] == [True, False, True, True]
+    with pytest.raises(KafkaToolError) as e:
+        list(s.records())
+    assert e.value.path == s.log_path and e.value.position >= 670
+
+
+def test_segment_records_match_kafka_python():
+    for name in ("v0-gzip-0", "v1-snappy-0", "v2-zstd-0", "txn-0", "golden-0"):
+        (s,) = Partition(FIXTURES / name).segments()
+        data = Path(s.log_path).read_bytes()
+        assert [rec(r) for r in s.records()] == kp_records(data), name
+        assert [rec(r) for r in s.records(control=True)] == kp_records(data, control=True), name
+
+
+def test_segment_from_offset_with_and_without_an_index(tmp_path):
+    src = FIXTURES / "txn-0"
+    (s,) = Partition(src).segments()
+    data = Path(s.log_path).read_bytes()
+    batches = kp_batches(data)
+    shutil.copy(s.log_path, tmp_path / seg(100, ".log"))
+    bare = Segment.at(tmp_path / seg(100, ".log"))
+    assert bare.index_path is None
+    for offset in range(95, 160):
+        # by hand: the first batch whose last offset is at least the offset asked
+        want = next(((p, n) for p, n, b in batches if kp_last_offset(b) >= offset), None)
+        for segment in (s, bare):
+            first = next(iter(segment.batches(offset=offset)), None)
+            assert (None if first is None else (first.position, first.size)) == want, (offset, segment)
+        records = [rec(r) for r in s.records(offset=offset, control=True)]
+        assert records == [r for r in kp_records(data, control=True) if r[0] >= offset]
+
+
+def test_a_wrong_index_falls_back_to_a_scan(tmp_path):
+    (s,) = Partition(FIXTURES / "v1-none-0").segments()
+    data = Path(s.log_path).read_bytes()
+    framing = hand_framing(data)
+    shutil.copy(s.log_path, tmp_path / seg(0, ".log"))
+    index = tmp_path / seg(0, ".index")
+    bad = Segment.at(tmp_path / seg(0, ".log"))
+
+    def first(offset):
+        return next(iter(bad.batches(offset=offset))).position
+
+    want = {o: framing[o][0] for o in (3, 20, 39)}  # one message per entry: offset n is entry n
+    for entries in (
+        [(20, 9999999)],  # past the end of the .log
+        [(20, framing[20][0] + 5)],  # inside a batch
+        [(20, framing[25][0])],  # a batch, but not the one holding offset 20
+        [(0, 0), (30, framing[35][0])],
+    ):
+        index.write_bytes(b"".join(struct.pack(">ii", o, p) for o, p in entries))
+        bad = Segment.at(tmp_path / seg(0, ".log"))
+        assert bad.index_path == str(index)
+        assert {o: first(o) for o in want} == want, entries
+    index.write_bytes(b"")
+    assert {o: first(o) for o in want} == want
+    os.mkfifo(tmp_path / "fifo")
+    assert {o: Segment(0, str(tmp_path / seg(0, ".log")), index_path=str(tmp_path / "fifo")).batches(offset=o).__next__().position
+            for o in want} == want
+
+
+def test_segment_from_timestamp_matches_a_scan():
+    for name in ("v1-none-0", "v2-none-0", "txn-0"):
+        (s,) = Partition(FIXTURES / name).segments()
+        assert s.timeindex_path is not None
+        batches = kp_batches(Path(s.log_path).read_bytes())
+        stamps = sorted({kp_max_timestamp(b) + d for _p, _n, b in batches for d in (-1, 0, 1)} | {0})
+        for t in stamps:
+            want = next((p for p, _n, b in batches if kp_max_timestamp(b) >= t), None)
+            got = next(iter(s.batches(timestamp=t)), None)
+            assert (None if got is None else got.position) == want, (name, t)
+
+
+def test_real_segments_index_lookups_agree_with_kafka_python(real):
+    d = real_fixture(CLUSTER_METADATA)
+    (s,) = Partition(d).segments()
+    data = Path(s.log_path).read_bytes()
+    batches = kp_batches(data)
+    assert [(b.position, b.size) for b in s.batches()] == [(p, n) for p, n, _ in batches]
+    lasts = [kp_last_offset(b) for _p, _n, b in batches]
+    positions = [p for p, _n, _b in batches]
+    # every 997th offset, and each offset the broker's own .index names
+    entries = struct.iter_unpack(">ii", Path(s.index_path).read_bytes())
+    offsets = sorted({*range(0, lasts[-1] + 2, 997), *(s.base_offset + rel for rel, _p in entries)})
+    for offset in offsets:
+        i = bisect.bisect_left(lasts, offset)
+        want = positions[i] if i < len(positions) else None
+        got = next(iter(s.batches(offset=offset)), None)
+        assert (None if got is None else got.position) == want, offset
+    stamps = [b.max_timestamp for _p, _n, b in batches]
+    for t in sorted(set(stamps))[::211]:
+        want = next(p for p, _n, b in batches if b.max_timestamp >= t)
+        assert next(iter(s.batches(timestamp=t))).position == want, t
+
+
+def test_real_legacy_records_from_an_offset(real):
+    d = real_fixture("asayers__kafkalite/tests/test-data/fs-data/hamlet-gzip-0")
+    (s,) = Partition(d).segments()
+    data = Path(s.log_path).read_bytes()
+    everything = kp_records(data)
+    assert [rec(r) for r in s.records()] == everything
+    for offset in (0, 1, 77, everything[-1][0], everything[-1][0] + 1):
+        assert [rec(r) for r in s.records(offset=offset)] == [r for r in everything if r[0] >= offset]
+
+
+# ----------------------------------------------------------------------------- reading: split
+
+
+def check_split(s: Segment, n: int) -> list[tuple[int, int]]:
+    ranges = s.split(n)
+    size = os.path.getsize(s.log_path)
+    assert 1 <= len(ranges) <= n
+    assert ranges[0][0] == 0 and ranges[-1][1] == size
+    assert all(a[1] == b[0] and a[0] < a[1] for a, b in zip(ranges, ranges[1:]))
+    starts = {b.position for b in s.batches()}
+    assert all(a in starts for a, _ in ranges[1:]), ranges
+    assert [b.position for a, e in ranges for b in s.batches(a, e)] == sorted(starts)
+    return ranges
+
+
+def test_split_into_batch_aligned_ranges(tmp_path):
+    (s,) = Partition(FIXTURES / "v0-none-0").segments()
+    framing = hand_framing(Path(s.log_path).read_bytes())
+    size = os.path.getsize(s.log_path)
+    for n in (1, 2, 3, 7, 40, 41, 1000):
+        ranges = check_split(s, n)
+        # by hand: each cut is the first batch start at or after i * size / n
+        want = sorted({next(p for p, _, _ in framing if p >= size * i // n) for i in range(1, n)
+                       if any(p >= size * i // n for p, _, _ in framing)} - {0})
+        assert [a for a, _ in ranges[1:]] == want, n
+    shutil.copy(s.log_path, tmp_path / seg(0, ".log"))  # no index: the same ranges from the headers
+    bare = Segment.at(tmp_path / seg(0, ".log"))
+    assert bare.index_path is None
+    assert [bare.split(n) for n in (2, 3, 7, 40)] == [s.split(n) for n in (2, 3, 7, 40)]
+    (tmp_path / seg(0, ".index")).write_bytes(struct.pack(">ii", 5, framing[5][0] + 3))  # a wrong index
+    assert Segment.at(tmp_path / seg(0, ".log")).split(3) == s.split(3)
+    with pytest.raises(ValueError):
+        s.split(0)
+
+
+def test_split_trailing_bytes_go_to_the_last_range_and_empty_segments(tmp_path):
+    data = (FIXTURES / "v2-none-0" / seg(0, ".log")).read_bytes()
+    (tmp_path / seg(0, ".log")).write_bytes(data + b"\0" * 10)  # a short tail: not a batch
+    s = Segment.at(tmp_path / seg(0, ".log"))
+    ranges = check_split(s, 4)
+    assert ranges[-1][1] == len(data) + 10
+    (tmp_path / seg(9, ".log")).write_bytes(b"")
+    assert Segment.at(tmp_path / seg(9, ".log")).split(4) == [(0, 0)]
+
+
+def test_split_real_segment_with_its_index(real):
+    (s,) = Partition(real_fixture(CLUSTER_METADATA)).segments()
+    for n in (2, 8, 33):
+        check_split(s, n)
+
+
+# ----------------------------------------------------------------------------- reading: partitions
+
+
+def test_partition_reads_across_segments(tmp_path, real):
+    src = real_fixture(CLUSTER_METADATA) / seg(0, ".log")
+    data = src.read_bytes()
+    bases = split_into_segments(src, tmp_path / "__cluster_metadata-0", [9000, 20001])
+    p = Partition(tmp_path / "__cluster_metadata-0")
+    assert [s.base_offset for s in p.segments()] == bases
+    everything = kp_records(data)
+    batches = kp_batches(data)
+    assert [(b.offset, b.size) for b in p.batches()] == [(b.base_offset, n) for _p, n, b in batches]
+    assert [rec(r) for r in p.records()] == everything
+    last = everything[-1][0]
+    for start in (0, bases[1] - 1, bases[1], bases[2] + 3, last, last + 1):
+        for end in (None, bases[1], bases[2] + 1, last + 5):
+            got = [rec(r) for r in p.records(start, end_offset=end)]
+            assert got == [r for r in everything if r[0] >= start and (end is None or r[0] < end)], (start, end)
+    stamps = [b.max_timestamp for _p, _n, b in batches]
+    for t in (stamps[0], stamps[9500], stamps[-1], stamps[-1] + 1):
+        want = next((b.base_offset for _p, _n, b in batches if b.max_timestamp >= t), None)
+        got = next(iter(p.batches(start_time=t)), None)
+        assert (None if got is None else got.offset) == want, t
+
+
+def test_partition_end_offset_keeps_a_legacy_wrapper_that_straddles_it(real):
+    d = real_fixture("asayers__kafkalite/tests/test-data/fs-data/hamlet-gzip-0")
+    everything = kp_records(Path(d / seg(0, ".log")).read_bytes())
+    p = Partition(d)
+    for end in (1, 50, 51, everything[-1][0]):
+        assert [rec(r) for r in p.records(end_offset=end)] == [r for r in everything if r[0] < end], end

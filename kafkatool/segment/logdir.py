@@ -19,18 +19,26 @@ surrogate escapes (``os.fsencode`` gives the bytes back).
 
 from __future__ import annotations
 
+import bisect
 import enum
+import mmap
 import os
 import stat
+import struct
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
 from kafkatool.errors import KafkaToolError
+from kafkatool.record.batch import Batch, Record
+from kafkatool.record.layout import LOG_OVERHEAD, MAGIC_OFFSET, RECORD_OVERHEAD_V0
 from kafkatool.segment import files as names
 from kafkatool.segment.files import FileKind, PartitionDir
+from kafkatool.segment.walk import DEFAULT_MAX_BATCH_BYTES, SegmentWalker, WalkStop
 
 __all__ = [
+    "BatchReader",
     "DirectoryError",
+    "PartitionReader",
     "Entry",
     "EntryType",
     "LogDir",
@@ -42,6 +50,7 @@ __all__ = [
     "descend_partition_named",
     "expand",
     "holds_segment_files",
+    "iter_records",
     "list_dir",
 ]
 
@@ -196,13 +205,15 @@ class Segment:
     """The producer snapshot named after this segment's base offset, if any."""
 
     @classmethod
-    def at(cls, log_path: str) -> "Segment":
+    def at(cls, log_path: str | os.PathLike[str], base_offset: int | None = None) -> "Segment":
         """The segment of the ``.log`` at ``log_path``, its side files found beside it.
 
         The base offset is read from the name (:func:`files.parse_base_offset`, which raises
-        :class:`~kafkatool.errors.FileNameError` for a name Kafka could not load).
+        :class:`~kafkatool.errors.FileNameError` for a name Kafka could not load) unless
+        given: a copy under any name can be read with ``base_offset=``.
         """
-        base = names.parse_base_offset(log_path)
+        log_path = os.fspath(log_path)
+        base = names.parse_base_offset(log_path) if base_offset is None else base_offset
 
         def side(suffix: str) -> str | None:
             p = names.sibling(log_path, suffix)
@@ -221,6 +232,89 @@ class Segment:
     def size(self) -> int:
         """The ``.log``'s size in bytes (a ``stat``)."""
         return os.stat(self.log_path).st_size
+
+    # ------------------------------------------------------------------ reading
+
+    def batches(
+        self,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        offset: int | None = None,
+        timestamp: int | None = None,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> "BatchReader":
+        """The batches of the ``.log`` (every magic), each with its ``position`` and ``size`` in the file.
+
+        ``start``/``end`` bound the walk in bytes (``start`` must be a batch start: 0, a
+        ``position`` seen before, a :meth:`split` boundary; ``end`` defaults to the file size,
+        a batch running past it is not read). ``offset`` starts at the batch holding that
+        offset (the first whose last offset is at least ``offset``); ``timestamp`` at the first
+        batch whose max timestamp is at least ``timestamp`` (Kafka's ``ListOffsets`` by time).
+        Both look the start up in the ``.index``/``.timeindex`` as the broker does, and scan
+        from ``start`` instead when the index is missing, unreadable or points at no batch
+        holding the offset asked.
+
+        The walk stops at the end, at a short tail (a truncated last batch: not an error, see
+        :attr:`BatchReader.trailing_bytes`), or raises the located
+        :class:`~kafkatool.errors.KafkaToolError` (``PATH:POSITION: ...``) of the first entry
+        that cannot be framed. A CRC mismatch is not an error here: compare ``batch.crc`` with
+        ``batch.computed_crc`` (``batch.crc_valid``). Memory stays flat: the file is read
+        through a 1 MiB window.
+        """
+        return BatchReader(self, start, end, offset, timestamp, max_batch_bytes)
+
+    def records(
+        self,
+        start: int = 0,
+        end: int | None = None,
+        *,
+        offset: int | None = None,
+        timestamp: int | None = None,
+        control: bool = False,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> Iterator[Record]:
+        """The records of :meth:`batches` (same arguments), decompressed and decoded, memory flat.
+
+        With ``offset``, records before that offset are left out; with ``timestamp``, the
+        records before the first whose timestamp is at least ``timestamp`` (later records
+        are all given, whatever their timestamp, as a consumer reading from that offset
+        sees them). The records of control batches (transaction markers) are left out
+        unless ``control``; records of aborted transactions are given (read_uncommitted).
+        A record that does not decode raises the located error of its batch.
+        """
+        reader = self.batches(start, end, offset=offset, timestamp=timestamp, max_batch_bytes=max_batch_bytes)
+        return iter_records(reader, offset=offset, timestamp=timestamp, control=control)
+
+    def split(self, n: int) -> list[tuple[int, int]]:
+        """At most ``n`` byte ranges ``(start, end)`` for parallel readers, each starting at a batch.
+
+        The ranges are contiguous and cover ``[0, size)`` exactly (the last one holds any
+        trailing bytes), so ``batches(start, end)`` over each, in order, gives every batch of
+        ``batches()`` once. Each range is cut at the first batch start at or after an even
+        share of the bytes, found by walking the batch headers alone (12 bytes read per
+        batch) from the ``.index`` entry below it (checked to start a whole batch whose CRC
+        holds), or from the start of the file without a usable index. Fewer than ``n``
+        ranges come back when the segment holds fewer batches.
+        """
+        if n < 1:
+            raise ValueError(f"split into at least one range, not {n}")
+        size = self.size
+        if n == 1 or size == 0:
+            return [(0, size)]
+        try:
+            cuts = _split_points(self, size, [size * i // n for i in range(1, n)])
+        except OSError as e:
+            raise _read_error(e, self.log_path) from None
+        bounds = [0, *cuts, size]
+        return list(zip(bounds, bounds[1:]))
+
+    def find_position(self, offset: int) -> int:
+        """The byte position to start reading at for ``offset``: the ``.index`` lookup
+        (``OffsetIndex.lookup``), checked against the batch there; 0 when there is no index,
+        it points past the end or at no batch holding an offset up to ``offset``."""
+        found = _index_lookup(self, offset)
+        return 0 if found is None else found
 
 
 _SIDE_FIELDS = {
@@ -247,6 +341,360 @@ def segments_of(entries: Iterable[Entry]) -> list[Segment]:
         elif e.kind in _SIDE_FIELDS:
             side.setdefault(int(e.name[:20]), {})[_SIDE_FIELDS[e.kind]] = e.path
     return [Segment(base, logs[base], **side.get(base, {})) for base in sorted(logs)]
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+class BatchReader:
+    """An iterator over the batches of one segment (:meth:`Segment.batches`).
+
+    After the iteration, :attr:`position` is where the walk stopped (the end of the last
+    whole batch: Kafka's valid bytes when the walk started at 0), :attr:`stop` why
+    (:class:`~kafkatool.segment.walk.WalkStop` END or TAIL; an ERROR was raised), and
+    :attr:`trailing_bytes` the bytes after :attr:`position` up to the walk's end.
+    :attr:`data` is the bytes of the batch just yielded (a memoryview valid until the next
+    one; None for a batch larger than ``max_batch_bytes``, which is CRC-checked by streaming).
+    """
+
+    __slots__ = ("segment", "start", "end", "offset", "timestamp", "position", "stop", "trailing_bytes", "data",
+                 "_walker", "_max_batch_bytes", "_iter")
+
+    def __init__(self, segment: Segment, start: int, end: int | None, offset: int | None, timestamp: int | None,
+                 max_batch_bytes: int) -> None:
+        self.segment = segment
+        self.start = start
+        self.end = end
+        self.offset = offset
+        self.timestamp = timestamp
+        self.position = start
+        self.stop: WalkStop | None = None
+        self.trailing_bytes = 0
+        self.data: memoryview | None = None
+        self._walker: SegmentWalker | None = None
+        self._max_batch_bytes = max_batch_bytes
+        self._iter: Iterator[Batch] | None = None
+
+    def __iter__(self) -> Iterator[Batch]:
+        if self._iter is None:
+            self._iter = self._walk()
+        return self._iter
+
+    def __next__(self) -> Batch:
+        return next(iter(self))
+
+    @property
+    def path(self) -> str:
+        """The ``.log`` being read."""
+        return self.segment.log_path
+
+    def close(self) -> None:
+        """Close the file (done by itself at the end of the iteration)."""
+        if self._iter is not None:
+            self._iter.close()  # type: ignore[attr-defined]
+
+    def _walk(self) -> Iterator[Batch]:
+        seg = self.segment
+        start = self.start
+        if self.offset is not None or self.timestamp is not None:
+            if self.timestamp is None:
+                start = max(start, _index_lookup(seg, self.offset, floor=start) or start)  # type: ignore[arg-type]
+            else:
+                start = max(start, _time_lookup(seg, self.timestamp, floor=start) or start)
+            # the batches before the one asked for (an index interval's worth, or a whole
+            # segment without an index) are skipped with a small window: the walk that follows
+            # starts at the batch found, and reads its 1 MiB window only from there
+            start = yield from self._find(start)
+            if start is None:
+                return
+        try:
+            walker = SegmentWalker(seg.log_path, start=start, end=self.end, max_batch_bytes=self._max_batch_bytes)
+        except OSError as e:
+            raise _read_error(e, seg.log_path) from None
+        try:
+            # the window walk's own tuples, nothing added per batch
+            for batch, self.data in walker:
+                yield batch
+        except OSError as e:
+            raise _read_error(e, seg.log_path) from None
+        finally:
+            self._ended(walker)
+        if walker.error is not None:
+            raise walker.error
+
+    def _find(self, start: int) -> Iterator[Batch]:
+        """The position of the first batch from ``start`` that holds ``offset`` or reaches
+        ``timestamp``; None (the walk is over: nothing to yield) when there is none."""
+        offset, timestamp = self.offset, self.timestamp
+        try:
+            walker = SegmentWalker(self.segment.log_path, start=start, end=self.end, window=_FIND_WINDOW,
+                                   max_batch_bytes=self._max_batch_bytes)
+        except OSError as e:
+            raise _read_error(e, self.segment.log_path) from None
+        try:
+            for batch, _data in walker:
+                if timestamp is not None and batch.max_timestamp < timestamp:
+                    continue
+                if offset is not None and batch.last_offset < offset:
+                    continue
+                return batch.position
+        except OSError as e:
+            raise _read_error(e, self.segment.log_path) from None
+        finally:
+            walker.close()
+        self._ended(walker)
+        if walker.error is not None:
+            raise walker.error
+        return None
+        yield  # a generator: _walk delegates to it
+
+    def _ended(self, walker: SegmentWalker) -> None:
+        self.position = walker.position
+        self.stop = walker.stop
+        self.trailing_bytes = walker.trailing_bytes
+        walker.close()
+
+
+def _read_error(e: OSError, path: str) -> KafkaToolError:
+    err = KafkaToolError(f"cannot read the file: {e.strerror or e}", path=path)
+    err.__cause__ = e
+    return err
+
+
+class PartitionReader:
+    """An iterator over the batches of a partition's segments (:meth:`Partition.batches`).
+
+    :attr:`reader` is the :class:`BatchReader` of the segment being read (its ``data`` the
+    bytes of the batch just yielded, its ``segment`` where it is).
+    """
+
+    __slots__ = ("partition", "start_offset", "start_time", "end_offset", "reader", "_max_batch_bytes", "_iter")
+
+    def __init__(self, partition: "Partition", start_offset: int | None, start_time: int | None,
+                 end_offset: int | None, max_batch_bytes: int) -> None:
+        self.partition = partition
+        self.start_offset = start_offset
+        self.start_time = start_time
+        self.end_offset = end_offset
+        self.reader: BatchReader | None = None
+        self._max_batch_bytes = max_batch_bytes
+        self._iter: Iterator[Batch] | None = None
+
+    def __iter__(self) -> Iterator[Batch]:
+        if self._iter is None:
+            self._iter = self._walk()
+        return self._iter
+
+    def __next__(self) -> Batch:
+        return next(iter(self))
+
+    @property
+    def data(self) -> memoryview | None:
+        """The bytes of the batch just yielded (see :attr:`BatchReader.data`)."""
+        return None if self.reader is None else self.reader.data
+
+    @property
+    def path(self) -> str:
+        """The ``.log`` being read."""
+        return self.partition.path if self.reader is None else self.reader.segment.log_path
+
+    def _walk(self) -> Iterator[Batch]:
+        segments = self.partition.segments()
+        offset, timestamp, end_offset = self.start_offset, self.start_time, self.end_offset
+        if offset is not None and timestamp is None:
+            bases = [s.base_offset for s in segments]
+            segments = segments[max(0, bisect.bisect_right(bases, offset) - 1):]
+        below = -1  # the last offset yielded: a legacy wrapper's inner offsets all lie above it
+        for seg in segments:
+            if end_offset is not None and seg.base_offset >= end_offset:
+                return
+            self.reader = reader = seg.batches(offset=offset, timestamp=timestamp,
+                                               max_batch_bytes=self._max_batch_bytes)
+            if end_offset is None:
+                for batch in reader:
+                    yield batch
+                    offset = timestamp = None  # found: every later batch follows, whatever its offset or time
+                continue
+            for batch in reader:
+                # a v2 batch's first offset is in its header; a legacy entry names only its last
+                # (a compressed wrapper's inner offsets come before it), its first is above `below`
+                first = batch.offset if batch.magic >= 2 else below + 1
+                if first >= end_offset:
+                    reader.close()
+                    return
+                below = batch.last_offset
+                yield batch
+                offset = timestamp = None
+
+
+def iter_records(
+    batches: "BatchReader | PartitionReader",
+    *,
+    offset: int | None = None,
+    timestamp: int | None = None,
+    control: bool = False,
+) -> Iterator[Record]:
+    """The records of the batches a reader yields, decoded as they come, in chunks (memory
+    flat whatever a batch's record count); see :meth:`Segment.records` for the arguments."""
+    from kafkatool.record.records import batch_record_chunks
+
+    started = offset is None and timestamp is None
+    for batch in batches:
+        if batch.is_control and not control:
+            continue
+        data = batches.data
+        if data is None:
+            raise KafkaToolError(
+                f"batch of {batch.size} bytes is larger than max_batch_bytes: its records are not read into memory",
+                path=batches.path, position=batch.position,
+            )
+        try:
+            for chunk in batch_record_chunks(batch, data):
+                if started:
+                    yield from chunk
+                    continue
+                for i, r in enumerate(chunk):
+                    if (offset is None or r.offset >= offset) and (timestamp is None or r.timestamp >= timestamp):
+                        started = True
+                        yield from chunk[i:]
+                        break
+        except KafkaToolError as e:
+            raise e.at(batches.path, batch.position) from None
+
+
+_HEAD = struct.Struct(">qi")  # offset, size: all the framing a header walk needs (§3)
+_HEADER_BLOCK = 16 << 10
+_FIND_WINDOW = 64 << 10  # the window of the walk to a start batch
+_CHECK_LIMIT = 64 << 20  # an index entry pointing at a larger "batch" is not trusted (a scan finds it)
+
+
+def _open_index(path: str | None) -> mmap.mmap | None:
+    """The bytes of a regular, non-empty index file mapped (pages are read as they are touched)."""
+    if path is None:
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size == 0:
+            return None
+        return mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def _batch_at(path: str, position: int) -> Batch | None:
+    """The whole entry starting at ``position`` if one does, its CRC holding; else None.
+
+    Reads that entry only (its size field first), whatever the walk's window.
+    """
+    try:
+        with open(path, "rb", buffering=0) as f:
+            head = os.pread(f.fileno(), LOG_OVERHEAD, position)
+            if len(head) < LOG_OVERHEAD:
+                return None
+            _offset, length = _HEAD.unpack(head)
+            if length < RECORD_OVERHEAD_V0 or length > _CHECK_LIMIT:
+                return None
+            data = os.pread(f.fileno(), LOG_OVERHEAD + length, position)
+        for batch, _data in SegmentWalker(data, path=path):
+            return batch._replace(position=position) if batch.crc_valid else None
+    except (OSError, KafkaToolError):
+        return None
+    return None
+
+
+def _index_lookup(seg: Segment, offset: int, floor: int = 0) -> int | None:
+    """``OffsetIndex.lookup(offset)``'s position when the batch there holds offsets up to
+    ``offset`` (a v2 batch spanning the entry's offset, a legacy entry named by it); else None."""
+    from kafkatool.segment.index import OFFSET_ENTRY, OffsetIndexEntry, IndexEntries, lookup_offset
+
+    mm = _open_index(seg.index_path)
+    if mm is None:
+        return None
+    with mm:
+        entry_offset, position = lookup_offset(IndexEntries(mm, OFFSET_ENTRY, OffsetIndexEntry), seg.base_offset, offset)
+    if position <= floor:
+        return None
+    batch = _batch_at(seg.log_path, position)
+    if batch is None:
+        return None
+    first = batch.offset if batch.magic >= 2 else batch.last_offset
+    if not first <= entry_offset <= batch.last_offset or first > offset:
+        return None
+    return position
+
+
+def _time_lookup(seg: Segment, timestamp: int, floor: int = 0) -> int | None:
+    """Where the first batch with a max timestamp of at least ``timestamp`` can be: the
+    ``.timeindex`` entry below it, then that offset's ``.index`` position (``LogSegment.findOffsetByTimestamp``).
+
+    The time index holds an entry each time the segment's running max timestamp grows, so
+    every batch before the entry's offset has a smaller max timestamp than the entry's.
+    """
+    from kafkatool.segment.index import TIME_ENTRY, IndexEntries, TimeIndexEntry, lookup_time
+
+    mm = _open_index(seg.timeindex_path)
+    if mm is None:
+        return None
+    with mm:
+        found_ts, entry_offset = lookup_time(IndexEntries(mm, TIME_ENTRY, TimeIndexEntry), seg.base_offset, timestamp)
+    if found_ts < 0 or entry_offset < seg.base_offset:
+        return None
+    return _index_lookup(seg, entry_offset, floor)
+
+
+def _index_positions(seg: Segment) -> list[int]:
+    """The ``.index``'s positions while they increase (a zero-filled tail ends them); [] without one."""
+    from kafkatool.segment.index import OFFSET_ENTRY, IndexEntries, OffsetIndexEntry
+
+    mm = _open_index(seg.index_path)
+    if mm is None:
+        return []
+    positions: list[int] = []
+    with mm:
+        for e in IndexEntries(mm, OFFSET_ENTRY, OffsetIndexEntry):
+            if positions and e.position <= positions[-1]:
+                break
+            positions.append(e.position)
+    return positions
+
+
+def _split_points(seg: Segment, size: int, wanted: list[int]) -> list[int]:
+    """The first batch start at or after each wanted position (ascending), by a walk over the
+    batch headers (offset and size) that jumps ahead to the last ``.index`` position below
+    the wanted one when the batch there is whole and its CRC holds. A header that does not
+    frame a batch (a tail, a size below the minimum) ends the cuts."""
+    positions = _index_positions(seg)
+    cuts: list[int] = []
+    pos = 0  # a batch start
+    buf, buf_start = b"", 0  # headers are read in blocks: small batches cost no read each
+    with open(seg.log_path, "rb", buffering=0) as f:
+        fd = f.fileno()
+        for want in wanted:
+            i = bisect.bisect_right(positions, want) - 1
+            if i >= 0 and pos < positions[i] < size and _batch_at(seg.log_path, positions[i]) is not None:
+                pos = positions[i]
+            while True:
+                # the entry at pos: its size field must frame a whole entry (else a tail or damage)
+                rel = pos - buf_start
+                if not 0 <= rel <= len(buf) - LOG_OVERHEAD:
+                    buf, buf_start, rel = os.pread(fd, _HEADER_BLOCK, pos), pos, 0
+                    if len(buf) < LOG_OVERHEAD:
+                        return cuts
+                _offset, length = _HEAD.unpack_from(buf, rel)
+                if length < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + length > size:
+                    return cuts
+                if pos >= want:
+                    break
+                pos += LOG_OVERHEAD + length
+            if not cuts or pos > cuts[-1]:
+                cuts.append(pos)
+    return cuts
 
 
 # ----------------------------------------------------------------------------- partitions
@@ -316,6 +764,46 @@ class Partition:
     def segments(self) -> list[Segment]:
         """The segments, in base-offset order, each with its side files (see :func:`segments_of`)."""
         return segments_of(self.listing())
+
+    def batches(
+        self,
+        start_offset: int | None = None,
+        *,
+        start_time: int | None = None,
+        end_offset: int | None = None,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> "PartitionReader":
+        """The batches of every segment in offset order, from ``start_offset`` or ``start_time``.
+
+        ``start_offset`` starts in the segment that holds it (the last whose base offset is at
+        most it) at the batch holding it; ``start_time`` at the first batch, in offset order,
+        whose max timestamp is at least it (each segment looked up in its ``.timeindex``
+        until one has such a batch; then every later batch follows). ``end_offset``
+        (exclusive) stops before the first batch whose offsets all lie at or above it. Each
+        segment is read as :meth:`Segment.batches` reads it (errors located, memory flat).
+        """
+        return PartitionReader(self, start_offset, start_time, end_offset, max_batch_bytes)
+
+    def records(
+        self,
+        start_offset: int | None = None,
+        *,
+        start_time: int | None = None,
+        end_offset: int | None = None,
+        control: bool = False,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    ) -> Iterator[Record]:
+        """The records of :meth:`batches` (same arguments), decoded; ``end_offset`` exclusive.
+
+        As :meth:`Segment.records`: records before ``start_offset`` (or before the first at or
+        after ``start_time``) are left out, control records unless ``control``.
+        """
+        reader = self.batches(start_offset, start_time=start_time, end_offset=end_offset,
+                              max_batch_bytes=max_batch_bytes)
+        records = iter_records(reader, offset=start_offset, timestamp=start_time, control=control)
+        if end_offset is None:
+            return records
+        return (r for r in records if r.offset < end_offset)
 
     def find_file(self, name: str) -> str | None:
         """The path of the regular file ``name`` in this dir (``leader-epoch-checkpoint`` ...), or None."""
