@@ -19,9 +19,9 @@ if _crc32c is None:  # pragma: no cover - depends on the build
 __all__ = ["crc32c", "crc32"]
 
 
-def crc32c(data: bytes | bytearray | memoryview, value: int = 0) -> int:
-    """CRC-32C (Castagnoli) of ``data``, continuing from ``value``; unsigned."""
-    return _crc32c(data, value)
+#: ``crc32c(data, value=0) -> int``: CRC-32C (Castagnoli) of ``data``, continuing from the CRC
+#: ``value``; unsigned. The implementation itself, not a wrapper: the walk calls it once per batch.
+crc32c = _crc32c
 
 
 def crc32(data: bytes | bytearray | memoryview, value: int = 0) -> int:

@@ -26,6 +26,7 @@ __all__ = [
     "LEGACY_PREFIX",
     "LEGACY",
     "LEGACY_CRC_START",
+    "LEGACY_V1_TIMESTAMP",
     "CODEC_MASK",
     "TIMESTAMP_TYPE_BIT",
     "TRANSACTIONAL_BIT",
@@ -70,28 +71,33 @@ V2_HEADER_SIZE: int = V2.SIZE
 V2_CRC_START: int = V2.ATTRIBUTES
 """The v2 CRC covers everything from the attributes to the end of the batch."""
 
-#: Log overhead and the message prefix common to v0 and v1 (§3, §5.1); v1 adds a timestamp.
+#: Log overhead and the message prefix common to v0 and v1 (§3, §5.1). v1 follows it with an
+#: int64 timestamp (at :data:`LEGACY_V1_TIMESTAMP`); then both have the key and the value.
 LEGACY_PREFIX, LEGACY = _layout((
     ("OFFSET", "q"),  # the last inner offset for a compressed wrapper
     ("SIZE_FIELD", "i"),
     ("CRC", "I"),  # CRC-32 from the magic to the end of the value
     ("MAGIC", "b"),
     ("ATTRIBUTES", "b"),
-    ("TIMESTAMP", "q"),  # magic 1 only
 ))
 LEGACY_CRC_START: int = LEGACY.MAGIC
+LEGACY_V1_TIMESTAMP: int = LEGACY.SIZE
+"""Where a v1 message keeps its timestamp (v0 has none)."""
+_KEY_AND_VALUE_LENGTHS = 4 + 4  # int32 key length + int32 value length
 
 LOG_OVERHEAD: int = V2.PARTITION_LEADER_EPOCH
 """offset (int64) + size (int32) in front of every entry of every magic."""
 MAGIC_OFFSET: int = V2.MAGIC
 """Every magic keeps its magic byte here (§3): the walk reads it before it knows the layout."""
 HEADER_SIZE_UP_TO_MAGIC: int = MAGIC_OFFSET + 1
-RECORD_OVERHEAD_V0: int = LEGACY.TIMESTAMP + 4 + 4 - LOG_OVERHEAD  # + key length + value length
+RECORD_OVERHEAD_V0: int = LEGACY.SIZE + _KEY_AND_VALUE_LENGTHS - LOG_OVERHEAD
 """The smallest v0 message, size field value (Kafka's ``LegacyRecord.RECORD_OVERHEAD_V0``)."""
-RECORD_OVERHEAD_V1: int = RECORD_OVERHEAD_V0 + 8  # + timestamp
+RECORD_OVERHEAD_V1: int = RECORD_OVERHEAD_V0 + struct.calcsize(">q")  # + timestamp
+"""The smallest v1 message, size field value (``LegacyRecord.RECORD_OVERHEAD_V1``)."""
 
 assert (V2.MAGIC, V2.CRC, V2.ATTRIBUTES, V2.RECORDS_COUNT, V2_HEADER_SIZE) == (16, 17, 21, 57, 61)
-assert (LEGACY.MAGIC, LEGACY.ATTRIBUTES, LEGACY.TIMESTAMP, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1) == (16, 17, 18, 14, 22)
+assert (LEGACY.MAGIC, LEGACY.ATTRIBUTES, LEGACY_V1_TIMESTAMP, RECORD_OVERHEAD_V0, RECORD_OVERHEAD_V1) == (16, 17, 18, 14, 22)
+assert LEGACY.MAGIC == MAGIC_OFFSET and LOG_OVERHEAD == LEGACY.CRC
 
 # ----------------------------------------------------------------------------- attributes (§4.1, §5.1)
 CODEC_MASK = 0x07

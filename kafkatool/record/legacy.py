@@ -6,15 +6,20 @@ import struct
 from typing import Iterable, Iterator
 
 from kafkatool.errors import CompressionError, CorruptRecordError, InvalidRecordError
-from kafkatool.record.batch import (
+from kafkatool.record.batch import Batch, Record, batch_from_header
+from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, StreamBuffer, compress, iter_decompress
+from kafkatool.record.crc import crc32
+from kafkatool.record.layout import (
+    CODEC_MASK,
+    LEGACY,
+    LEGACY_CRC_START,
+    LEGACY_PREFIX,
+    LEGACY_TIMESTAMP_TYPE_BIT,
+    LEGACY_V1_TIMESTAMP,
     LOG_OVERHEAD,
     RECORD_OVERHEAD_V0,
     RECORD_OVERHEAD_V1,
-    Batch,
-    Record,
 )
-from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, StreamBuffer, compress, iter_decompress
-from kafkatool.record.crc import crc32
 from kafkatool.record.v2 import RecordSpec
 
 __all__ = [
@@ -26,14 +31,8 @@ __all__ = [
     "encode_legacy",
 ]
 
-#: Log overhead + message prefix common to v0 and v1 (§3, §5.1):
-PREFIX = struct.Struct(
-    ">q"  # offset (the last inner offset for a wrapper)
-    "i"  # size
-    "I"  # crc (CRC-32 from magic to end of value)
-    "b"  # magic
-    "b"  # attributes
-)
+#: Log overhead + message prefix common to v0 and v1 (§3, §5.1): :data:`kafkatool.record.layout.LEGACY_PREFIX`.
+PREFIX = LEGACY_PREFIX
 _I64 = struct.Struct(">q")
 _I32 = struct.Struct(">i")
 _U32 = struct.Struct(">I")
@@ -41,7 +40,7 @@ _U32 = struct.Struct(">I")
 
 def _check_magic(magic: int, position: int) -> None:
     if magic not in (0, 1):
-        raise InvalidRecordError(f"Invalid magic used in LegacyRecord: {magic}", position=position + 16)
+        raise InvalidRecordError(f"Invalid magic used in LegacyRecord: {magic}", position=position + LEGACY.MAGIC, kind="unknown_magic")
 
 
 def decode_legacy_header(buf: bytes | memoryview, pos: int = 0, position: int = 0) -> Batch:
@@ -55,14 +54,9 @@ def decode_legacy_header(buf: bytes | memoryview, pos: int = 0, position: int = 
     if size < minimum:
         raise CorruptRecordError(
             f"Record is corrupt (size {size} is smaller than the magic v{magic} message overhead {minimum})",
-            position=8,
+            position=LEGACY.SIZE_FIELD,
         )
-    if magic == 1:
-        (ts,) = _I64.unpack_from(buf, pos + 18)
-    else:
-        ts = -1
-    computed = crc32(memoryview(buf)[pos + 16 : pos + LOG_OVERHEAD + size])
-    return Batch(position, size + LOG_OVERHEAD, offset, magic, crc, attrs & 0xFF, 0, ts, ts, -1, -1, -1, None, -1, computed)
+    return batch_from_header(memoryview(buf), pos, position, size + LOG_OVERHEAD)
 
 
 def decode_message(buf: bytes | memoryview, pos: int, end: int):
@@ -71,13 +65,13 @@ def decode_message(buf: bytes | memoryview, pos: int, end: int):
     Returns ``(offset, size, crc, magic, attributes, timestamp, key, value, crc_valid)``.
     """
     offset, size, crc, magic, attrs, ts, kl, vl, msg_end = _parse_message(buf, pos, end)
-    i = pos + (26 if magic == 1 else 18) + 4
+    i = pos + (LEGACY_V1_TIMESTAMP + 8 if magic == 1 else LEGACY_PREFIX.size) + 4
     key = None if kl < 0 else bytes(buf[i : i + kl])
     if kl > 0:
         i += kl
     i += 4
     value = None if vl < 0 else bytes(buf[i : i + vl])
-    computed = crc32(memoryview(buf)[pos + 16 : msg_end])
+    computed = crc32(memoryview(buf)[pos + LEGACY_CRC_START : msg_end])
     return offset, size, crc, magic, attrs, ts, key, value, computed == crc
 
 
@@ -90,7 +84,7 @@ def _parse_message(buf: bytes | memoryview, pos: int, end: int):
     msg_end = pos + LOG_OVERHEAD + size
     if msg_end > end:
         raise CorruptRecordError("Unexpected EOF while reading a legacy message", position=pos)
-    i = pos + 18
+    i = pos + LEGACY_PREFIX.size
     if magic == 1:
         (ts,) = _I64.unpack_from(buf, i)
         i += 8
@@ -154,17 +148,21 @@ def iter_legacy_record_chunks(
     yields the records.
     """
     offset, size, crc, magic, attrs, ts, key, value, valid = decode_message(data, 0, batch.size)
-    codec = attrs & 0x07
+    codec = attrs & CODEC_MASK
     if codec == Codec.NONE:
         yield [Record(offset, ts, key, value, (), -1, attrs, crc, valid, magic)]
         return
     if codec == Codec.ZSTD:
         # Kafka's message prints the magic, not the codec (§5.2 step 2).
-        raise InvalidRecordError(f"Invalid wrapper compressionType found in legacy deep record iterator {magic}", position=0)
+        raise InvalidRecordError(
+            f"Invalid wrapper compressionType found in legacy deep record iterator {magic}", position=0, kind="invalid_wrapper"
+        )
     if codec > 4:
-        raise InvalidRecordError(f"Unknown compression type id: {codec}", position=17)
+        raise InvalidRecordError(f"Unknown compression type id: {codec}", position=LEGACY.ATTRIBUTES)
     if value is None:
-        raise InvalidRecordError(f"Found invalid compressed record set with null value (magic = {magic})", position=0)
+        raise InvalidRecordError(
+            f"Found invalid compressed record set with null value (magic = {magic})", position=0, kind="invalid_wrapper"
+        )
     value_start = batch.size - len(value)
 
     # pass 1: every inner message checked, the last offset found
@@ -189,28 +187,32 @@ def iter_legacy_record_chunks(
                 raise type(e)(
                     f"{e.message} (inner message at byte {base + e.position} of the decompressed wrapper)",
                     position=value_start,
+                    kind=e.kind if isinstance(e, CompressionError) else "invalid_wrapper",
                 ) from None
             n += 1
             last_rel = entry[0]
-            if entry[4] & 0x07:
+            if entry[4] & CODEC_MASK:  # attributes
                 inner_compressed = True
     except CompressionError as e:
         raise type(e)(e.message, position=value_start) from None
     if not n:
-        raise InvalidRecordError("Found invalid compressed record set with no inner records", position=value_start)
+        raise InvalidRecordError(
+            "Found invalid compressed record set with no inner records", position=value_start, kind="invalid_wrapper"
+        )
     base_offset = 0
     if magic == 1 and offset != 0:
         if offset < last_rel:
             raise InvalidRecordError(
                 f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{offset}' is less than the last inner message offset '{last_rel}' and it is not zero.",
                 position=0,
+                kind="invalid_wrapper",
             )
         base_offset = offset - last_rel
     if inner_compressed:
-        raise InvalidRecordError("Inner messages must not be compressed", position=value_start)
+        raise InvalidRecordError("Inner messages must not be compressed", position=value_start, kind="invalid_wrapper")
 
     # pass 2: the records
-    wrapper_lat = magic == 1 and bool(attrs & 0x08)
+    wrapper_lat = magic == 1 and bool(attrs & LEGACY_TIMESTAMP_TYPE_BIT)
     if kept is not None:
         entries: Iterable = kept
     else:
@@ -243,12 +245,13 @@ def _inner_messages(w: StreamBuffer, value_start: int) -> Iterator[tuple[bytearr
         pos = w.pos
         end = len(buf)
         while end - pos >= LOG_OVERHEAD:
-            (isize,) = _I32.unpack_from(buf, pos + 8)
+            (isize,) = _I32.unpack_from(buf, pos + LEGACY.SIZE_FIELD)
             if isize < RECORD_OVERHEAD_V0:
                 w.drain()  # a failing stream is reported first, as a whole decompression would
                 raise CorruptRecordError(
-                    f"Record size is less than the minimum record overhead (14) (inner message at byte {w.base + pos} of the decompressed wrapper)",
+                    f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0}) (inner message at byte {w.base + pos} of the decompressed wrapper)",
                     position=value_start,
+                    kind="invalid_wrapper",
                 )
             if pos + LOG_OVERHEAD + isize > end:
                 break
@@ -311,7 +314,7 @@ def encode_legacy(
     for r in recs:
         if r.headers:
             raise InvalidRecordError(f"Magic v{magic} does not support record headers")
-    ts_bit = 0x08 if (magic == 1 and log_append_time is not None) else 0
+    ts_bit = LEGACY_TIMESTAMP_TYPE_BIT if (magic == 1 and log_append_time is not None) else 0
 
     def ts(r: RecordSpec) -> int:
         if magic == 0:

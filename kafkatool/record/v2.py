@@ -6,9 +6,22 @@ import struct
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
 from kafkatool.errors import CompressionError, InvalidRecordError
-from kafkatool.record.batch import V2_HEADER_SIZE, Batch, Record, increment_sequence
+from kafkatool.record.batch import Batch, Record, batch_from_header, increment_sequence
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, StreamBuffer, compress, iter_decompress
 from kafkatool.record.crc import crc32c
+from kafkatool.record.layout import (
+    CODEC_MASK,
+    CONTROL_BIT,
+    DELETE_HORIZON_BIT,
+    INT32_MAX,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
+    V2,
+    V2_CRC_START,
+    V2_HEADER,
+    V2_HEADER_SIZE,
+)
 from kafkatool.record.varint import decode_varint, encode_varint, encode_varlong
 
 __all__ = [
@@ -23,36 +36,22 @@ __all__ = [
     "encode_batch",
 ]
 
-#: The 61-byte v2 batch header (§4.1), one field per code:
-HEADER = struct.Struct(
-    ">q"  # baseOffset
-    "i"  # batchLength (= total size - 12)
-    "i"  # partitionLeaderEpoch (not covered by the CRC)
-    "b"  # magic
-    "I"  # crc (CRC-32C of bytes [21, end))
-    "h"  # attributes (low byte interpreted)
-    "i"  # lastOffsetDelta
-    "q"  # baseTimestamp (or delete horizon, attribute bit 6)
-    "q"  # maxTimestamp
-    "q"  # producerId
-    "h"  # producerEpoch
-    "i"  # baseSequence
-    "i"  # recordsCount
-)
-CRC_START = 21
-ATTRIBUTES_OFFSET = 21
+_I32 = struct.Struct(">i")
+
+#: The 61-byte v2 batch header (§4.1), one field per line: :data:`kafkatool.record.layout.V2_HEADER`.
+HEADER = V2_HEADER
+CRC_START = V2_CRC_START
+ATTRIBUTES_OFFSET = V2.ATTRIBUTES
 
 
 def decode_header(buf: bytes | memoryview, pos: int = 0, position: int = 0) -> Batch:
     """Decode the v2 header at ``buf[pos:]`` into a :class:`Batch` (CRC computed over the batch).
 
     ``position`` is the file position recorded in the result. The caller guarantees the
-    whole batch (12 + batchLength bytes, ≥ 61) is in ``buf``.
+    whole batch (log overhead + batchLength bytes, ≥ 61) is in ``buf``.
     """
-    (base, length, ple, magic, crc, attrs, lod, bts, mts, pid, pepoch, bseq, count) = HEADER.unpack_from(buf, pos)
-    size = length + 12
-    computed = crc32c(memoryview(buf)[pos + CRC_START : pos + size])
-    return Batch(position, size, base, magic, crc, attrs & 0xFFFF, lod, bts, mts, pid, pepoch, bseq, count, ple, computed)
+    (length,) = _I32.unpack_from(buf, pos + V2.BATCH_LENGTH)
+    return batch_from_header(memoryview(buf), pos, position, length + LOG_OVERHEAD)
 
 
 def decode_records(
@@ -65,10 +64,12 @@ def decode_records(
     the range exactly (§4.2). Errors carry the position within ``buf``.
     """
     if count < 0:
-        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=pos)
+        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=pos, kind="record_count_mismatch")
     out, i, _status = decode_records_part(buf, pos, end, count, _NO_BUDGET, True)
     if i != end:
-        raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=i)
+        raise InvalidRecordError(
+            "Incorrect declared batch size, records still remaining in file", position=i, kind="record_count_mismatch"
+        )
     return out
 
 
@@ -116,7 +117,9 @@ def decode_records_part(
                 if not final:
                     status = PART_MORE
                     break
-                raise InvalidRecordError("Incorrect declared batch size, premature EOF reached", position=i)
+                raise InvalidRecordError(
+                    "Incorrect declared batch size, premature EOF reached", position=i, kind="record_count_mismatch"
+                )
             b = buf[i]
             if b < 0x80:
                 length = (b >> 1) ^ -(b & 1)
@@ -302,8 +305,10 @@ def iter_batch_records(
     if count <= 0:
         if count == 0:
             return []  # bytes after a zero-count header are never examined (§17 B.11)
-        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=57)
-    if batch[5] & 0x07:  # attributes: compressed
+        raise InvalidRecordError(
+            f"Found invalid record count {count} in magic v2 batch", position=V2.RECORDS_COUNT, kind="record_count_mismatch"
+        )
+    if batch[5] & CODEC_MASK:  # attributes: compressed
         return [r for chunk in iter_batch_record_chunks(batch, data, max_decompressed=max_decompressed) for r in chunk]
     return _records(batch, _decode(data, V2_HEADER_SIZE, batch[1], count))  # size
 
@@ -329,8 +334,10 @@ def iter_batch_record_chunks(
     if count <= 0:
         if count == 0:
             return  # bytes after a zero-count header are never examined (§17 B.11)
-        raise InvalidRecordError(f"Found invalid record count {count} in magic v2 batch", position=57)
-    codec = batch[5] & 0x07
+        raise InvalidRecordError(
+            f"Found invalid record count {count} in magic v2 batch", position=V2.RECORDS_COUNT, kind="record_count_mismatch"
+        )
+    codec = batch[5] & CODEC_MASK  # attributes
     if not codec:
         end = batch[1]  # size
         pos = V2_HEADER_SIZE
@@ -339,7 +346,9 @@ def iter_batch_record_chunks(
             count -= len(raw)
             yield _records(batch, raw)
         if pos != end:
-            raise InvalidRecordError("Incorrect declared batch size, records still remaining in file", position=pos)
+            raise InvalidRecordError(
+                "Incorrect declared batch size, records still remaining in file", position=pos, kind="record_count_mismatch"
+            )
         return
     if codec > 4:
         raise InvalidRecordError(f"Unknown compression type id: {codec}", position=ATTRIBUTES_OFFSET + 1)
@@ -349,7 +358,7 @@ def iter_batch_record_chunks(
     try:
         yield from _stream_records(batch, stream, count, chunk_records, chunk_bytes)
     except CompressionError as e:
-        raise type(e)(e.message, position=V2_HEADER_SIZE) from None
+        raise type(e)(e.message, position=V2_HEADER_SIZE, kind=e.kind) from None
 
 
 def _stream_records(batch: Batch, stream: Iterator[bytes], count: int, chunk_records: int, chunk_bytes: int) -> Iterator[list[Record]]:
@@ -362,7 +371,9 @@ def _stream_records(batch: Batch, stream: Iterator[bytes], count: int, chunk_rec
         except InvalidRecordError as e:
             w.drain()  # a failing stream is what decompress() reports, not the records
             raise InvalidRecordError(
-                f"{e.message} (at byte {w.base + e.position} of the decompressed records)", position=V2_HEADER_SIZE
+                f"{e.message} (at byte {w.base + e.position} of the decompressed records)",
+                position=V2_HEADER_SIZE,
+                kind=e.kind,
             ) from None
         if raw:
             count -= len(raw)
@@ -382,6 +393,7 @@ def _stream_records(batch: Batch, stream: Iterator[bytes], count: int, chunk_rec
         raise InvalidRecordError(
             f"Incorrect declared batch size, records still remaining in file (at byte {w.base + w.pos} of the decompressed records)",
             position=V2_HEADER_SIZE,
+            kind="record_count_mismatch",
         )
 
 
@@ -393,7 +405,7 @@ def _records(batch: Batch, raw: list) -> list[Record]:
     magic = batch.magic
     new = tuple.__new__
     R = Record
-    if batch.attributes & 0x08:  # LogAppendTime: every record shows the batch maxTimestamp
+    if batch.attributes & TIMESTAMP_TYPE_BIT:  # LogAppendTime: every record shows the batch maxTimestamp
         mts = batch.max_timestamp
         if bseq == -1:
             return [new(R, (base + od, mts, k, v, h, -1, a, None, None, magic)) for (a, _t, od, k, v, h) in raw]
@@ -404,7 +416,7 @@ def _records(batch: Batch, raw: list) -> list[Record]:
     bts = batch.base_timestamp
     if bseq == -1:
         return [new(R, (base + od, bts + t, k, v, h, -1, a, None, None, magic)) for (a, t, od, k, v, h) in raw]
-    wrap = 2147483647 - bseq  # record sequence = baseSequence + offsetDelta, wrapping past Int.MAX (§4.1)
+    wrap = INT32_MAX - bseq  # record sequence = baseSequence + offsetDelta, wrapping past Int.MAX (§4.1)
     return [
         new(R, (base + od, bts + t, k, v, h, bseq + od if od <= wrap else od - wrap - 1, a, None, None, magic))
         for (a, t, od, k, v, h) in raw
@@ -493,20 +505,20 @@ def encode_batch(
     )
     if codec != Codec.NONE:
         body = compress(codec, body, magic=2, level=level)
-    attrs = (codec & 0x07) | extra_attributes
+    attrs = (codec & CODEC_MASK) | extra_attributes
     if log_append_time is not None:
-        attrs |= 0x08
+        attrs |= TIMESTAMP_TYPE_BIT
     if is_transactional:
-        attrs |= 0x10
+        attrs |= TRANSACTIONAL_BIT
     if is_control:
-        attrs |= 0x20
+        attrs |= CONTROL_BIT
     if delete_horizon_ms is not None:
-        attrs |= 0x40
+        attrs |= DELETE_HORIZON_BIT
     if last_offset_delta is None:
         last_offset_delta = (recs[-1].offset - base_offset) if recs else 0
     header_wo_crc = HEADER.pack(
         base_offset,
-        V2_HEADER_SIZE - 12 + len(body),
+        V2_HEADER_SIZE - LOG_OVERHEAD + len(body),
         partition_leader_epoch,
         magic,
         0,
@@ -520,5 +532,5 @@ def encode_batch(
         len(recs),
     )
     crc = crc32c(header_wo_crc[CRC_START:] + body)
-    return header_wo_crc[:17] + struct.pack(">I", crc) + header_wo_crc[CRC_START:] + body
+    return header_wo_crc[: V2.CRC] + struct.pack(">I", crc) + header_wo_crc[CRC_START:] + body
 

@@ -18,20 +18,13 @@ from __future__ import annotations
 
 import enum
 import os
-import struct
 from typing import BinaryIO, Iterator
 
-from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
-from kafkatool.record.batch import (
-    HEADER_SIZE_UP_TO_MAGIC,
-    LOG_OVERHEAD,
-    RECORD_OVERHEAD_V0,
-    RECORD_OVERHEAD_V1,
-    V2_HEADER_SIZE,
-    Batch,
-)
+from kafkatool.errors import CorruptRecordError, KafkaToolError
+from kafkatool.record.batch import Batch, batch_from_header
 from kafkatool.record.crc import crc32, crc32c
-from kafkatool.record.v2 import HEADER as V2_HEADER
+from kafkatool.record.framing import END, ENTRY, ERROR, NEED, frame_entry
+from kafkatool.record.layout import LEGACY_CRC_START, LEGACY_PREFIX, MAGIC_OFFSET, V2_CRC_START, V2_HEADER_SIZE
 
 __all__ = ["SegmentWalker", "CompiledScan", "WalkStop", "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH_BYTES"]
 
@@ -42,9 +35,8 @@ from kafkatool.record.speedups import functions as _compiled  # the extension, u
 DEFAULT_WINDOW = 1 << 20  # small enough that CRC reads bytes still in L2 (PERF.md)
 DEFAULT_MAX_BATCH_BYTES = 256 << 20
 
-_OFFSET_SIZE = struct.Struct(">qi")
-_LEGACY = struct.Struct(">qiIbb")
-_I64 = struct.Struct(">q")
+#: What ``_stream_entry`` reads first of an entry too large for memory: any magic's header.
+_STREAM_HEAD = max(V2_HEADER_SIZE, LEGACY_PREFIX.size + 8)
 
 
 #: The compiled file loops' buffer (an entry larger than this is left to :class:`SegmentWalker`).
@@ -184,27 +176,24 @@ class SegmentWalker:
         assert mv is not None
         pos = self.start
         end = self.end
+        path = self.path
         while True:
-            if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
-                self.stop = WalkStop.END if pos >= end else WalkStop.TAIL
+            kind, total, _magic, err = frame_entry(mv, pos, end, end, 0, path)
+            if kind is not ENTRY:
+                self._stopped(kind, err)
                 return
-            _off, size = _OFFSET_SIZE.unpack_from(mv, pos)
-            if size < RECORD_OVERHEAD_V0:
-                self._fail(_size_error(size, self.path), pos)
-                return
-            if pos > end - LOG_OVERHEAD - size:
-                self.stop = WalkStop.TAIL
-                return
-            total = size + LOG_OVERHEAD
-            data = mv[pos : pos + total]
-            try:
-                batch = _decode_entry(data, pos)
-            except KafkaToolError as e:
-                self._fail(e, pos)
-                return
-            yield batch, data
+            yield batch_from_header(mv, pos, pos, total), mv[pos : pos + total]
             pos += total
             self.position = pos
+
+    def _stopped(self, kind, err: KafkaToolError | None) -> None:
+        """Record how the walk ended (a framing answer other than ENTRY or NEED)."""
+        if kind is ERROR:
+            assert err is not None
+            self.stop = WalkStop.ERROR
+            self.error = err
+        else:
+            self.stop = WalkStop.END if kind is END else WalkStop.TAIL
 
     def _walk_file(self) -> Iterator[tuple[Batch, memoryview | None]]:
         f = self._file
@@ -216,18 +205,18 @@ class SegmentWalker:
         buf_len = 0
         pos = self.start
         end = self.end
+        path = self.path
         f.seek(pos)
         readinto = f.readinto
-        unpack_os = _OFFSET_SIZE.unpack_from
-        v2_unpack = V2_HEADER.unpack_from
-        new_tuple = tuple.__new__
         fast = self.window_scan
+        frame, from_header, entry = frame_entry, batch_from_header, ENTRY  # locals: the loop runs once per entry
+        stop = end - buf_start  # where the walk ends, relative to buf
         while True:
+            rel = pos - buf_start
             if fast is not None:
                 # the compiled walk takes every complete v2 batch in the window at once; the
                 # Python code below handles one entry at a time (refills, legacy, errors, tail)
-                rel = pos - buf_start
-                lim = min(buf_len, end - buf_start)
+                lim = min(buf_len, stop)
                 if 0 <= rel < lim:
                     batches, nxt, _status = fast(buf, rel, lim, pos, Batch)
                     for b in batches:
@@ -236,163 +225,76 @@ class SegmentWalker:
                     if nxt != rel:
                         pos = buf_start + nxt
                         self.position = pos
-            if pos >= end - HEADER_SIZE_UP_TO_MAGIC:
-                self.stop = WalkStop.END if pos >= end else WalkStop.TAIL
+                        rel = nxt
+            kind, total, magic, err = frame(buf, rel, buf_len, stop, buf_start, path)
+            if kind is entry:
+                yield from_header(mv, rel, pos, total), mv[rel : rel + total]
+                pos += total
+                self.position = pos
+                continue
+            if kind is not NEED:
+                self._stopped(kind, err)
                 return
-            rel = pos - buf_start
-            if rel + HEADER_SIZE_UP_TO_MAGIC > buf_len:
-                # refill: keep the unread bytes, read more behind them
-                rem = buf_len - rel
-                if rem > 0:
-                    buf[0:rem] = buf[rel:buf_len]
-                buf_start = pos
-                buf_len = rem if rem > 0 else 0
-                want = min(len(buf), end - buf_start) - buf_len
-                while want > 0:
-                    n = readinto(mv[buf_len : buf_len + want])
-                    if not n:
-                        break
-                    buf_len += n
-                    want -= n
-                rel = 0
-                if buf_len < HEADER_SIZE_UP_TO_MAGIC:  # file shrank under us
-                    self.stop = WalkStop.TAIL
-                    return
-            _off, size = unpack_os(buf, rel)
-            if size < RECORD_OVERHEAD_V0:
-                self._fail(_size_error(size, self.path), pos)
-                return
-            if pos > end - LOG_OVERHEAD - size:
-                self.stop = WalkStop.TAIL
-                return
-            total = size + LOG_OVERHEAD
-            if rel + total > buf_len:
-                if total > self.max_batch_bytes:
-                    try:
-                        batch = self._stream_entry(pos, total)
-                    except KafkaToolError as e:
-                        self._fail(e, pos)
-                        return
-                    yield batch, None
-                    pos += total
-                    self.position = pos
-                    # force a refill at the new position
-                    buf_start = pos
-                    buf_len = 0
-                    f.seek(pos)
-                    continue
-                if total > len(buf):
-                    nbuf = bytearray(max(total, window))
-                    nbuf[0 : buf_len - rel] = buf[rel:buf_len]
-                    buf = nbuf
-                    mv = memoryview(buf)
-                else:
-                    buf[0 : buf_len - rel] = buf[rel:buf_len]
-                buf_len -= rel
-                buf_start = pos
-                rel = 0
-                want = min(len(buf), end - buf_start) - buf_len
-                while want > 0:
-                    n = readinto(mv[buf_len : buf_len + want])
-                    if not n:
-                        break
-                    buf_len += n
-                    want -= n
-                if total > buf_len:  # file shrank under us
-                    self.stop = WalkStop.TAIL
-                    return
-            magic = buf[rel + 16]
-            if 2 <= magic < 128:
-                if total < V2_HEADER_SIZE:
-                    self._fail(_short_v2_error(total), pos)
-                    return
-                fields = v2_unpack(buf, rel)
-                # Batch(...) field order: position, size, offset, magic, crc, attributes,
-                # last_offset_delta, base/max timestamp, producer id/epoch, base sequence, count,
-                # partition leader epoch, computed crc. tuple.__new__ skips NamedTuple's Python __new__.
-                batch = new_tuple(Batch, (
-                    pos, total, fields[0], fields[3], fields[4], fields[5] & 0xFFFF, fields[6], fields[7],
-                    fields[8], fields[9], fields[10], fields[11], fields[12], fields[2],
-                    crc32c(mv[rel + 21 : rel + total]),
-                ))
-            else:
+            # not all at hand: ``total`` more bytes are needed
+            need = buf_len - rel + total  # bytes from pos
+            if magic is not None and need > self.max_batch_bytes:
                 try:
-                    batch = _decode_legacy(mv, rel, pos, total)
+                    batch = self._stream_entry(pos, need)
                 except KafkaToolError as e:
                     self._fail(e, pos)
                     return
-            yield batch, mv[rel : rel + total]
-            pos += total
-            self.position = pos
+                yield batch, None
+                pos += need
+                self.position = pos
+                # force a refill at the new position
+                buf_start = pos
+                stop = end - buf_start
+                buf_len = 0
+                f.seek(pos)
+                continue
+            # refill: keep the unread bytes at the front, read more behind them
+            kept = buf_len - rel if buf_len > rel else 0
+            if need > len(buf):
+                nbuf = bytearray(max(need, window))
+                nbuf[0:kept] = buf[rel:buf_len]
+                buf = nbuf
+                mv = memoryview(buf)
+            elif kept:
+                buf[0:kept] = buf[rel:buf_len]
+            buf_start = pos
+            stop = end - buf_start
+            buf_len = kept
+            want = min(len(buf), stop) - buf_len
+            while want > 0:
+                n = readinto(mv[buf_len : buf_len + want])
+                if not n:
+                    break
+                buf_len += n
+                want -= n
+            if buf_len < need:  # file shrank under us
+                self.stop = WalkStop.TAIL
+                return
 
     def _stream_entry(self, pos: int, total: int) -> Batch:
-        """Decode the header of an entry too large for memory; CRC it by streaming."""
+        """The batch of an entry too large for memory (its header framed already); CRC it by streaming."""
         f = self._file
         assert f is not None
         f.seek(pos)
-        head = f.read(max(V2_HEADER_SIZE, 26))
-        magic = head[16] if len(head) > 16 else 0
-        chunk = 1 << 20
-        if 2 <= magic < 128:
-            fields = V2_HEADER.unpack_from(head, 0)
-            f.seek(pos + 21)
-            left = total - 21
-            crc = 0
-            while left > 0:
-                piece = f.read(min(chunk, left))
-                if not piece:
-                    raise CorruptRecordError("Unexpected EOF while attempting to read the next batch")
-                crc = crc32c(piece, crc)
-                left -= len(piece)
-            (b, ln, ple, mg, scrc, attrs, lod, bts, mts, pid, pep, bseq, cnt) = fields
-            return Batch(pos, total, b, mg, scrc, attrs & 0xFFFF, lod, bts, mts, pid, pep, bseq, cnt, ple, crc)
-        batch = _decode_legacy(memoryview(head), 0, pos, len(head), crc=False)
-        f.seek(pos + 16)
-        left = total - 16
+        head = memoryview(f.read(_STREAM_HEAD))
+        if len(head) <= MAGIC_OFFSET:
+            raise CorruptRecordError("Unexpected EOF while attempting to read the next batch")
+        if 2 <= head[MAGIC_OFFSET] < 128:
+            crc_start, crc_of = V2_CRC_START, crc32c
+        else:
+            crc_start, crc_of = LEGACY_CRC_START, crc32
+        f.seek(pos + crc_start)
+        left = total - crc_start
         crc = 0
+        chunk = 1 << 20
         while left > 0:
             piece = f.read(min(chunk, left))
             if not piece:
                 raise CorruptRecordError("Unexpected EOF while attempting to read the next batch")
-            crc = crc32(piece, crc)
+            crc = crc_of(piece, crc)
             left -= len(piece)
-        return batch._replace(size=total, computed_crc=crc)
-
-
-def _size_error(size: int, path: str) -> CorruptRecordError:
-    return CorruptRecordError(
-        f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0}) in file {path}."
-    )
-
-
-def _short_v2_error(total: int) -> CorruptRecordError:
-    return CorruptRecordError(
-        f"Record batch is corrupt (the size {total} is smaller than the minimum allowed overhead {V2_HEADER_SIZE})"
-    )
-
-
-def _decode_legacy(mv: memoryview, rel: int, pos: int, total: int, crc: bool = True) -> Batch:
-    offset, size, scrc, magic, attrs = _LEGACY.unpack_from(mv, rel)
-    if magic < 0:
-        raise InvalidRecordError(f"Invalid magic used in LegacyRecord: {magic}")
-    if magic == 1:
-        if size < RECORD_OVERHEAD_V1:
-            raise CorruptRecordError(
-                f"Record is corrupt (the size {size} is smaller than the magic v1 message overhead {RECORD_OVERHEAD_V1})"
-            )
-        (ts,) = _I64.unpack_from(mv, rel + 18)
-    else:
-        ts = -1
-    computed = crc32(mv[rel + 16 : rel + total]) if crc else 0
-    return Batch(pos, total, offset, magic, scrc, attrs & 0xFF, 0, ts, ts, -1, -1, -1, None, -1, computed)
-
-
-def _decode_entry(data: memoryview, pos: int) -> Batch:
-    magic = data[16]
-    total = len(data)
-    if 2 <= magic < 128:
-        if total < V2_HEADER_SIZE:
-            raise _short_v2_error(total)
-        (b, ln, ple, mg, crc, attrs, lod, bts, mts, pid, pep, bseq, cnt) = V2_HEADER.unpack_from(data, 0)
-        return Batch(pos, total, b, mg, crc, attrs & 0xFFFF, lod, bts, mts, pid, pep, bseq, cnt, ple, crc32c(data[21:]))
-    return _decode_legacy(data, 0, pos, total)
+        return batch_from_header(head, 0, pos, total, crc)
