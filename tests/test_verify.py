@@ -47,6 +47,7 @@ from kafkatool.segment.walk import SegmentWalker
 from kafkatool.verify import INFO_KINDS, KINDS, SPLIT_MIN_BYTES, FileSummary, Finding, VerifyOptions, verify_paths
 
 import kafkatool.verify as verify_module
+import kafkatool.verify.workers as verify_workers
 from conftest import FIXTURES
 
 TS = 1_000_000
@@ -64,8 +65,8 @@ V1 = 36  # bytes of one legacy v1 message from v1(offset)
 def scan_implementation(request, monkeypatch):
     """Every test runs twice: with the compiled shallow scan, and with the pure-Python one."""
     if request.param == "python":
-        monkeypatch.setattr(verify_module, "_scan_v2", None)
-    elif verify_module._scan_v2 is None:
+        monkeypatch.setattr(verify_workers, "scan_v2", None)
+    elif verify_workers.scan_v2 is None:
         pytest.skip("the compiled extension is not built")
     return request.param
 
@@ -987,16 +988,16 @@ def large_batches() -> tuple[bytes, ...]:
 def spy_on_chunks(monkeypatch) -> list[int]:
     """Record where each chunked scan ended (the segment size when every chunk merged), to make sure
     the split path ran."""
-    import kafkatool.verify as verify_module
+    import kafkatool.verify.segments as verify_segments
 
     ends: list[int] = []
-    scan_chunks = verify_module._scan_chunks
+    scan_chunks = verify_segments.scan_chunks
 
     def spy(scan, size):
         ends.append(scan_chunks(scan, size))
         return ends[-1]
 
-    monkeypatch.setattr(verify_module, "_scan_chunks", spy)
+    monkeypatch.setattr(verify_segments, "scan_chunks", spy)
     return ends
 
 

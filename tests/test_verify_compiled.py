@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import kafkatool.verify as verify_module
+import kafkatool.verify.workers as verify_workers
 from kafkatool.record.control import ControlType, encode_end_txn_marker
 from kafkatool.record.v2 import RecordSpec, encode_batch
 from kafkatool.segment.checkpoint import encode_leader_epoch_checkpoint
@@ -23,7 +24,7 @@ from kafkatool.segment.txnindex import AbortedTxn, encode_txn_index
 from kafkatool.verify import VerifyOptions, verify_paths
 from test_verify import control, fix_crc, index_files, v1, v2
 
-pytestmark = pytest.mark.skipif(verify_module._scan_v2 is None, reason="the compiled extension is not built")
+pytestmark = pytest.mark.skipif(verify_workers.scan_v2 is None, reason="the compiled extension is not built")
 
 LOG = "00000000000000000100.log"
 
@@ -55,17 +56,17 @@ def scan_buffer(request, monkeypatch):
     that its refills, its pauses (a budget of one byte: a return to Python after every read)
     and its hand-over of entries larger than the buffer to the generic walk all happen."""
     if request.param == "small-buffer":
-        monkeypatch.setattr(verify_module, "_SCAN_BUFFER", 1000)
-        monkeypatch.setattr(verify_module, "_SCAN_BUDGET", 1)
+        monkeypatch.setattr(verify_workers, "SCAN_BUFFER", 1000)
+        monkeypatch.setattr(verify_workers, "SCAN_BUDGET", 1)
     elif request.param == "tiny-buffer":
-        monkeypatch.setattr(verify_module, "_SCAN_BUFFER", 90)
+        monkeypatch.setattr(verify_workers, "SCAN_BUFFER", 90)
     return request.param
 
 
 def _run(paths: list[str], implementation: str, monkeypatch, **opts) -> list:
     with monkeypatch.context() as m:
         if implementation == "python":
-            m.setattr(verify_module, "_scan_v2", None)
+            m.setattr(verify_workers, "scan_v2", None)
         return list(verify_paths(paths, VerifyOptions(**opts)))
 
 
@@ -226,15 +227,16 @@ def test_scan_fd_stops_where_a_shrunken_file_ends(tmp_path):
     as if it ended there: the scan stops at the last complete batch, nothing is invented."""
     from kafkatool.record._speedups import scan_fd
     from kafkatool.record.batch import Batch
+    from kafkatool.verify.batches import PartitionFacts, ScanState, SegmentFacts
 
     path = tmp_path / LOG
     whole = b"".join(BATCHES[:3])
     path.write_bytes(whole + BATCHES[3][:30])
-    st = [None, 100, 0, -1, None, None, {}, None, 0, {}, None, 0, {}, {}, 0]
+    st = ScanState(PartitionFacts(), SegmentFacts(100, len(whole)), 100)
     buf = bytearray(4096)
     with open(path, "rb") as f:
         batch, data, nxt, status, buf_pos, buf_len = scan_fd(f.fileno(), 0, 1 << 20, Batch, st, buf, 0, 0, 0)
     assert batch is None and data is None
     assert nxt == len(whole)  # the partial batch after it is left for the generic walk
-    assert st[14] == 3  # three batches checked
+    assert st.batches == 3  # three batches checked
     assert (buf_pos, buf_len) == (len(whole), 30)  # what is held for the next call: the partial batch

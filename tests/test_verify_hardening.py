@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import kafkatool.verify as verify_module
+import kafkatool.verify.workers as verify_workers
 from kafkatool.verify import FileSummary, Finding, VerifyOptions, verify_paths
 from test_verify import BATCH, INDEX, LOG, segment, v2, where
 
@@ -28,8 +29,8 @@ REPO = Path(__file__).resolve().parents[1]
 def scan(request, monkeypatch):
     """Run a test with the compiled shallow scan, and with the pure-Python one."""
     if request.param == "python":
-        monkeypatch.setattr(verify_module, "_scan_v2", None)
-    elif verify_module._scan_v2 is None:
+        monkeypatch.setattr(verify_workers, "scan_v2", None)
+    elif verify_workers.scan_v2 is None:
         pytest.skip("the compiled extension is not built")
     return request.param
 
@@ -517,8 +518,8 @@ def test_a_reindex_journal(tmp_path):
 def test_pending_marks_match_the_repair_constants():
     from kafkatool import safety
 
-    assert safety.TEMP_SUFFIX.startswith(verify_module._PENDING_MARK)
-    assert safety.JOURNAL_SUFFIX.startswith(verify_module._PENDING_MARK)
+    assert safety.TEMP_SUFFIX.startswith(verify_module.PENDING_MARK)
+    assert safety.JOURNAL_SUFFIX.startswith(verify_module.PENDING_MARK)
 
 
 # --------------------------------------------------------------------------- output people and scripts read

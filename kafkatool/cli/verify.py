@@ -184,8 +184,8 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
         for s in summaries:
             if s.state:
                 states[s.state] = states.get(s.state, 0) + 1
-        out.write(fr._dumps(fr.summary_object(len(summaries), sum(s.bytes for s in summaries),
-                                              sum(s.batches for s in summaries), counts, failing, seconds, states)) + "\n")
+        out.write(fr.summary_line(len(summaries), sum(s.bytes for s in summaries),
+                                  sum(s.batches for s in summaries), counts, failing, seconds, states) + "\n")
     elif fmt == "table" and findings:
         fr.render_table(console(False), findings, fail_kinds)
     out.flush()

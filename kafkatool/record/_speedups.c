@@ -1261,7 +1261,7 @@ walk_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 /* ==================================================================== scan_v2 */
 
-/* Slots of the state list the scans read and update (kafkatool.verify names them). */
+/* Attributes of the state object the scans read and update (kafkatool.verify.batches.ScanState). */
 enum {
     SCAN_PREV_LAST,      /* int | None: last offset of the previous batch of the partition */
     SCAN_BASE,           /* int | None: the segment's base offset (None: not known) */
@@ -1281,9 +1281,16 @@ enum {
     SCAN_NSLOTS
 };
 
+/* The attribute names, in the order above; interned on the first call (scan_names()). */
+static const char *const scan_attr_names[SCAN_NSLOTS] = {
+    "prev_last", "base", "good", "max_ts", "first_offset", "first_last", "epochs", "want_positions",
+    "position_cursor", "at_position", "want_offsets", "offset_cursor", "by_last_offset", "containing", "batches",
+};
+static PyObject *scan_attrs[SCAN_NSLOTS];
+
 #define SCAN_INT32_MAX 2147483647LL
 
-/* The state list, unpacked for the duration of one call. */
+/* The state object, unpacked for the duration of one call (the dicts are owned references). */
 struct scan_state {
     int64_t prev, base, first_off, first_last, good, max_ts, batches, last_epoch;
     int have_prev, have_base, have_first, set_first, healthy;
@@ -1356,21 +1363,91 @@ scan_contains(const int64_t *arr, Py_ssize_t n, int64_t v)
     return lo < n && arr[lo] == v;
 }
 
-/* A sorted int64 array from an optional buffer slot (None: empty). */
+/* Intern the attribute names once. */
+static int
+scan_names(void)
+{
+    int i;
+    for (i = 0; i < SCAN_NSLOTS; i++)
+        if (scan_attrs[i] == NULL && (scan_attrs[i] = PyUnicode_InternFromString(scan_attr_names[i])) == NULL)
+            return -1;
+    return 0;
+}
+
+/* An int attribute, None allowed when `present` is not NULL (then 0 with *present = 0).
+ * Clamped to int64 as scan_get_opt does: an offset out of range only makes a batch look
+ * unhealthy, and Python then checks it exactly. */
+static int
+scan_attr_int(PyObject *st, int slot, int64_t *value, int *present)
+{
+    PyObject *o = PyObject_GetAttr(st, scan_attrs[slot]);
+    int overflow;
+    long long v;
+    if (o == NULL)
+        return -1;
+    if (o == Py_None && present != NULL) {
+        Py_DECREF(o);
+        *present = 0;
+        *value = 0;
+        return 0;
+    }
+    v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    Py_DECREF(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (present != NULL)
+        *present = 1;
+    *value = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : (int64_t)v;
+    return 0;
+}
+
+/* A dict attribute (a new reference in *out). */
+static int
+scan_attr_dict(PyObject *st, int slot, PyObject **out)
+{
+    *out = PyObject_GetAttr(st, scan_attrs[slot]);
+    if (*out == NULL)
+        return -1;
+    if (!PyDict_Check(*out)) {
+        PyErr_Format(PyExc_TypeError, "state.%s must be a dict", scan_attr_names[slot]);
+        return -1;
+    }
+    return 0;
+}
+
+/* state.<slot> = value (stolen). */
+static int
+scan_attr_set(PyObject *st, int slot, PyObject *value)
+{
+    int rc;
+    if (value == NULL)
+        return -1;
+    rc = PyObject_SetAttr(st, scan_attrs[slot], value);
+    Py_DECREF(value);
+    return rc;
+}
+
+/* A sorted int64 array from an optional buffer attribute (None: empty). */
 static int
 scan_array(PyObject *st, int slot, Py_buffer *view, const int64_t **arr, Py_ssize_t *n)
 {
-    PyObject *o = PyList_GET_ITEM(st, slot);
+    PyObject *o = PyObject_GetAttr(st, scan_attrs[slot]);
+    int rc = 0;
     view->obj = NULL;
     *arr = NULL;
     *n = 0;
-    if (o == Py_None)
-        return 0;
-    if (PyObject_GetBuffer(o, view, PyBUF_SIMPLE) < 0)
+    if (o == NULL)
         return -1;
-    *arr = (const int64_t *)view->buf;
-    *n = view->len / (Py_ssize_t)sizeof(int64_t);
-    return 0;
+    if (o != Py_None) {
+        if (PyObject_GetBuffer(o, view, PyBUF_SIMPLE) < 0)
+            rc = -1;
+        else {
+            *arr = (const int64_t *)view->buf;
+            *n = view->len / (Py_ssize_t)sizeof(int64_t);
+        }
+    }
+    Py_DECREF(o);  /* the view holds its own reference */
+    return rc;
 }
 
 static void
@@ -1380,43 +1457,44 @@ scan_release(struct scan_state *s)
         PyBuffer_Release(&s->wpos_view);
     if (s->woff_view.obj != NULL)
         PyBuffer_Release(&s->woff_view);
+    Py_CLEAR(s->epochs);
+    Py_CLEAR(s->at_position);
+    Py_CLEAR(s->by_last);
+    Py_CLEAR(s->containing);
 }
 
-/* Unpack the state list; scan_release() afterwards, also on failure. */
+/* Read the state object; scan_release() afterwards, also on failure. */
 static int
 scan_begin(PyObject *st, struct scan_state *s)
 {
     memset(s, 0, sizeof(*s));
     s->last_epoch = -1;
-    if (!PyList_CheckExact(st) || PyList_GET_SIZE(st) != SCAN_NSLOTS) {
-        PyErr_Format(PyExc_TypeError, "state must be a list of %d items", SCAN_NSLOTS);
+    if (scan_names() < 0 ||
+        scan_attr_dict(st, SCAN_EPOCHS, &s->epochs) < 0 ||
+        scan_attr_dict(st, SCAN_AT_POSITION, &s->at_position) < 0 ||
+        scan_attr_dict(st, SCAN_BY_LAST, &s->by_last) < 0 ||
+        scan_attr_dict(st, SCAN_CONTAINING, &s->containing) < 0)
         return -1;
-    }
-    s->epochs = PyList_GET_ITEM(st, SCAN_EPOCHS);
-    s->at_position = PyList_GET_ITEM(st, SCAN_AT_POSITION);
-    s->by_last = PyList_GET_ITEM(st, SCAN_BY_LAST);
-    s->containing = PyList_GET_ITEM(st, SCAN_CONTAINING);
-    if (!PyDict_Check(s->epochs) || !PyDict_Check(s->at_position) || !PyDict_Check(s->by_last) || !PyDict_Check(s->containing)) {
-        PyErr_SetString(PyExc_TypeError, "state dict slots must hold dicts");
-        return -1;
-    }
-    if (scan_get_opt(st, SCAN_PREV_LAST, &s->prev, &s->have_prev) < 0 ||
-        scan_get_opt(st, SCAN_BASE, &s->base, &s->have_base) < 0 ||
-        scan_get_opt(st, SCAN_FIRST, &s->first_off, &s->have_first) < 0)
-        return -1;
-    s->good = PyLong_AsLongLong(PyList_GET_ITEM(st, SCAN_GOOD));
-    s->max_ts = PyLong_AsLongLong(PyList_GET_ITEM(st, SCAN_MAX_TS));
-    s->batches = PyLong_AsLongLong(PyList_GET_ITEM(st, SCAN_BATCHES));
-    s->pcur = PyLong_AsSsize_t(PyList_GET_ITEM(st, SCAN_POS_CURSOR));
-    s->wcur = PyLong_AsSsize_t(PyList_GET_ITEM(st, SCAN_OFF_CURSOR));
-    if (PyErr_Occurred())
-        return -1;
-    if (scan_array(st, SCAN_WANT_POS, &s->wpos_view, &s->wpos, &s->npos) < 0 ||
-        scan_array(st, SCAN_WANT_OFF, &s->woff_view, &s->woff, &s->noff) < 0)
-        return -1;
-    if (s->pcur < 0 || s->pcur > s->npos || s->wcur < 0 || s->wcur > s->noff) {
-        PyErr_SetString(PyExc_ValueError, "state cursor out of range");
-        return -1;
+    {
+        int64_t pcur, wcur;
+        if (scan_attr_int(st, SCAN_PREV_LAST, &s->prev, &s->have_prev) < 0 ||
+            scan_attr_int(st, SCAN_BASE, &s->base, &s->have_base) < 0 ||
+            scan_attr_int(st, SCAN_FIRST, &s->first_off, &s->have_first) < 0 ||
+            scan_attr_int(st, SCAN_GOOD, &s->good, NULL) < 0 ||
+            scan_attr_int(st, SCAN_MAX_TS, &s->max_ts, NULL) < 0 ||
+            scan_attr_int(st, SCAN_BATCHES, &s->batches, NULL) < 0 ||
+            scan_attr_int(st, SCAN_POS_CURSOR, &pcur, NULL) < 0 ||
+            scan_attr_int(st, SCAN_OFF_CURSOR, &wcur, NULL) < 0)
+            return -1;
+        if (scan_array(st, SCAN_WANT_POS, &s->wpos_view, &s->wpos, &s->npos) < 0 ||
+            scan_array(st, SCAN_WANT_OFF, &s->woff_view, &s->woff, &s->noff) < 0)
+            return -1;
+        if (pcur < 0 || pcur > s->npos || wcur < 0 || wcur > s->noff) {
+            PyErr_SetString(PyExc_ValueError, "state cursor out of range");
+            return -1;
+        }
+        s->pcur = (Py_ssize_t)pcur;
+        s->wcur = (Py_ssize_t)wcur;
     }
     return 0;
 }
@@ -1425,14 +1503,14 @@ scan_begin(PyObject *st, struct scan_state *s)
 static int
 scan_end(PyObject *st, struct scan_state *s)
 {
-    if ((s->healthy && scan_set(st, SCAN_PREV_LAST, PyLong_FromLongLong(s->prev)) < 0) ||
-        (s->set_first && (scan_set(st, SCAN_FIRST, PyLong_FromLongLong(s->first_off)) < 0 ||
-                          scan_set(st, SCAN_FIRST_LAST, PyLong_FromLongLong(s->first_last)) < 0)) ||
-        scan_set(st, SCAN_GOOD, PyLong_FromLongLong(s->good)) < 0 ||
-        scan_set(st, SCAN_MAX_TS, PyLong_FromLongLong(s->max_ts)) < 0 ||
-        scan_set(st, SCAN_BATCHES, PyLong_FromLongLong(s->batches)) < 0 ||
-        scan_set(st, SCAN_POS_CURSOR, PyLong_FromSsize_t(s->pcur)) < 0 ||
-        scan_set(st, SCAN_OFF_CURSOR, PyLong_FromSsize_t(s->wcur)) < 0)
+    if ((s->healthy && scan_attr_set(st, SCAN_PREV_LAST, PyLong_FromLongLong(s->prev)) < 0) ||
+        (s->set_first && (scan_attr_set(st, SCAN_FIRST, PyLong_FromLongLong(s->first_off)) < 0 ||
+                          scan_attr_set(st, SCAN_FIRST_LAST, PyLong_FromLongLong(s->first_last)) < 0)) ||
+        scan_attr_set(st, SCAN_GOOD, PyLong_FromLongLong(s->good)) < 0 ||
+        scan_attr_set(st, SCAN_MAX_TS, PyLong_FromLongLong(s->max_ts)) < 0 ||
+        scan_attr_set(st, SCAN_BATCHES, PyLong_FromLongLong(s->batches)) < 0 ||
+        scan_attr_set(st, SCAN_POS_CURSOR, PyLong_FromSsize_t(s->pcur)) < 0 ||
+        scan_attr_set(st, SCAN_OFF_CURSOR, PyLong_FromSsize_t(s->wcur)) < 0)
         return -1;
     return 0;
 }
@@ -1634,8 +1712,9 @@ PyDoc_STRVAR(scan_v2_doc,
 "shallow scan does, without a Python object per healthy batch.\n\n"
 "A batch is healthy when it is a non-transactional, non-control v2 data batch\n"
 "whose CRC-32C matches and whose header fields pass every shallow check\n"
-"(kafkatool.verify._Scanner's predicate); for it only ``state`` (a list, slots\n"
-"named in kafkatool.verify) is updated. The walk stops after the first batch\n"
+"(kafkatool.verify.batches.Scanner's predicate); for it only ``state`` (a\n"
+"kafkatool.verify.batches.ScanState: its attributes are read at the call and\n"
+"written back at the return) is updated. The walk stops after the first batch\n"
 "that is not healthy and returns it for Python to check. Returns\n"
 "``(batches, next_pos, status)`` as walk_v2 does, ``batches`` holding at most\n"
 "that one batch.");

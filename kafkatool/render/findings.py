@@ -11,7 +11,7 @@ from typing import Iterable
 
 from kafkatool.verify import FileSummary, Finding
 
-__all__ = ["finding_object", "summary_object", "finding_line", "finding_text", "summary_lines", "render_table", "render_summary"]
+__all__ = ["finding_object", "summary_object", "finding_line", "summary_line", "finding_text", "summary_lines", "render_table", "render_summary"]
 
 _encode = None
 
@@ -66,6 +66,11 @@ def summary_object(files: int, bytes_: int, batches: int, counts: dict[str, int]
 
 def finding_line(f: Finding) -> str:
     return _dumps(finding_object(f))
+
+
+def summary_line(files: int, bytes_: int, batches: int, counts: dict[str, int], failing: int, seconds: float, states: dict[str, int]) -> str:
+    """The final JSON line (:func:`summary_object`)."""
+    return _dumps(summary_object(files, bytes_, batches, counts, failing, seconds, states))
 
 
 def finding_text(f: Finding) -> str:
