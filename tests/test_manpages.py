@@ -1,8 +1,9 @@
-"""The man pages in man/ are generated from the Click definitions (kafkatool.cli.manpage).
+"""The man pages in man/ are generated from the Click definitions and the prose files
+kafkatool/cli/manpages/*.rst (kafkatool.cli.manpage, kafkatool.cli.manprose).
 
-These tests fail when a page is stale, missing or obsolete, when an option or argument is
-missing from its page, when roff reports a warning, and when the JSON Lines schema section
-leaves out a type or field that kafkatool/render/jsonl.py emits.
+These tests fail when a page is stale, missing or obsolete, when a command has no prose file,
+when an option or argument is missing from its page, when roff reports a warning, and when the
+JSON Lines schema section leaves out a type or field that kafkatool/render/jsonl.py emits.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import os
 import re
 import shutil
 import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import click
 import pytest
 
-from kafkatool.cli import manpage
+from kafkatool.cli import manpage, manprose
 from kafkatool.cli.main import ExitCode, cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -191,7 +194,7 @@ def test_json_lines_schema_names_every_type_and_field() -> None:
     missing_fields = sorted(f for f in fields if f not in words)
     assert not missing_types and not missing_fields, (
         f"JSON LINES SCHEMA lacks types {missing_types} and fields {missing_fields}: "
-        f"describe them in EXTRA_SECTIONS['dump'] (kafkatool/cli/manpage.py), then {FIX}"
+        f"describe them in {manpage.prose_file('kafkatool-dump.1')}, then {FIX}"
     )
 
 
@@ -452,3 +455,260 @@ def test_runbook_parser_rejects_a_drifted_command(tmp_path: Path) -> None:
         _parse_command_line("kafkatool verify --ignore no_such_kind /var/lib/kafka/data | jq .", tmp_path)
     ctx = _parse_command_line("kafkatool verify --max-rate 50M /var/lib/kafka/data > /tmp/out.jsonl", tmp_path)
     assert ctx.params["paths"] == (str(tmp_path),)
+
+
+# --------------------------------------------------------------------------- the prose files (reStructuredText)
+
+PROSE_DIR = ROOT / manpage.PROSE_DIR
+
+
+def test_every_page_has_its_prose_file() -> None:
+    for filename in PAGE_IDS + HAND_WRITTEN:
+        path = ROOT / manpage.prose_file(filename)
+        assert path.is_file(), f"{filename} has no prose file: write {manpage.prose_file(filename)}, then {FIX}"
+
+
+@pytest.fixture()
+def prose_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the prose files that the generator reads instead of the real ones."""
+    copy = tmp_path / "manpages"
+    shutil.copytree(PROSE_DIR, copy)
+    monkeypatch.setattr(manpage, "_prose_dir", lambda: copy)
+    return copy
+
+
+def test_a_command_without_prose_fails_naming_the_file(prose_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (prose_copy / "kafkatool-restore.1.rst").unlink()
+    with pytest.raises(manpage.ProseMissing, match=r"write kafkatool/cli/manpages/kafkatool-restore\.1\.rst"):
+        manpage.render_pages()
+    with pytest.raises(manpage.ProseMissing):
+        manpage.check(MAN_DIR)  # the drift test's own call
+    assert manpage.main(["--check", str(MAN_DIR)]) == 1
+    assert "kafkatool/cli/manpages/kafkatool-restore.1.rst" in capsys.readouterr().err
+    assert manpage.render_pages(_toy_cli())  # a CLI other than kafkatool's needs no prose
+
+
+def test_a_prose_file_of_no_command_is_an_error(prose_copy: Path) -> None:
+    (prose_copy / "kafkatool-gone.1.rst").write_text("EXAMPLES\n========\n\nNone.\n", encoding="utf-8")
+    with pytest.raises(manprose.ProseError, match=r"kafkatool-gone\.1\.rst: no command has the page kafkatool-gone\.1"):
+        manpage.render_pages()
+
+
+def test_prose_cannot_replace_what_click_generates(prose_copy: Path) -> None:
+    with (prose_copy / "kafkatool-verify.1.rst").open("a", encoding="utf-8") as f:
+        f.write("\nDESCRIPTION\n===========\n\nSomething else.\n")
+    with pytest.raises(manprose.ProseError, match=r"kafkatool-verify\.1\.rst: DESCRIPTION comes from the Click definition"):
+        manpage.render_pages()
+
+
+def test_arguments_must_be_the_commands_own(prose_copy: Path) -> None:
+    page = prose_copy / "kafkatool-verify.1.rst"
+    page.write_text(page.read_text(encoding="utf-8").replace("\nPATHS\n", "\nFILES\n", 1), encoding="utf-8")
+    with pytest.raises(manprose.ProseError, match=r"ARGUMENTS describes FILES, which the command does not take"):
+        manpage.render_pages()
+
+
+def test_a_page_of_its_own_starts_with_its_name(prose_copy: Path) -> None:
+    page = prose_copy / "kafkatool-runbooks.7.rst"
+    page.write_text(page.read_text(encoding="utf-8").replace("kafkatool-runbooks - ", "kafkatool-runbook - ", 1), encoding="utf-8")
+    with pytest.raises(manprose.ProseError, match=r"NAME must read `kafkatool-runbooks - what it is`"):
+        manpage.render_pages()
+
+
+def _render(text: str, command: click.Command | None = None) -> dict[str, str]:
+    """``{section title: roff}`` of a prose text, with two exit codes and one generator."""
+    context = manprose.PageContext(
+        source="test.rst",
+        command=command,
+        exit_codes={0: "Success.", 2: "Bad `usage`."},
+        generators={"hello": lambda c: "Hello ``x``.", "nothing": lambda c: ""},
+    )
+    prose = manprose.read_prose(text, context)
+    return {t: manprose.to_roff(s.document, s.children[1:], "test.rst") for t, s in zip(prose.titles(), prose.sections)}
+
+
+def test_prose_constructs_as_roff() -> None:
+    """Each construct a prose file may use, and the roff it becomes (the macros of the generated sections)."""
+    text = textwrap.dedent(
+        """\
+        .. a comment, not printed
+
+        EXAMPLES
+        ========
+
+        A paragraph with ``--opt`` and *name*.
+        'Second' sentence, \\\\ and \u00e9.
+
+        Run it::
+
+           kafkatool x --y
+           .hidden line
+
+        ::
+
+           standalone
+
+        Terms:
+
+        ``term``
+           Its text.
+
+           More text.
+
+        - one
+        - two
+
+        1. first::
+
+              code
+
+           after
+
+        A sub
+        -----
+
+        .last line
+        """
+    )
+    assert _render(text) == {
+        "EXAMPLES": textwrap.dedent(
+            """\
+            .PP
+            A paragraph with \\fB\\-\\-opt\\fR and \\fIname\\fR.
+            \\&'Second' sentence, \\e and \\[u00E9].
+            .PP
+            Run it:
+            .RS 4
+            .nf
+            kafkatool x \\-\\-y
+            \\&.hidden line
+            .fi
+            .RE
+            .PP
+            .RS 4
+            .nf
+            standalone
+            .fi
+            .RE
+            .PP
+            Terms:
+            .TP
+            \\fBterm\\fR
+            Its text.
+            .IP
+            More text.
+            .IP \\(bu 2
+            one
+            .IP \\(bu 2
+            two
+            .IP "1." 4
+            first:
+            .RS
+            .nf
+            code
+            .fi
+            .RE
+            .IP "" 4
+            after
+            .SS "A sub"
+            .PP
+            \\&.last line"""
+        )
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("Before any section.\n\nX\n=\n\ny\n", r"test\.rst:1: text outside a section"),
+        ("X\n=\n\nan ``unclosed literal\n", r"test\.rst:4: Inline literal start-string without end-string"),
+        ("X\n=\n\n=====  =====\na      b\n=====  =====\n", r"test\.rst:5: a table cannot go into a man page"),
+        ("X\n=\n\nSee https://kafka.apache.org/ for more.\n", r"test\.rst:4: a reference cannot go into a man page"),
+        ("X\n=\n\nY\n-\n\nZ\n~\n\nz\n", r"test\.rst:\d+: a section cannot go into a man page"),
+        ("X\n=\n\n.. code:: sh\n\n   ls\n", r"test\.rst:\d+: a literal_block cannot go into a man page"),
+        ("X\n=\n\n   an indented block\n", r"test\.rst:4: a block_quote cannot go into a man page"),
+        ("X\n=\n\n.. raw:: manpage\n\n   .B x\n", r'test\.rst:4: "raw" directive disabled'),
+        ("X\n=\n\n.. exit-status::\n\n   zero\n      Fine.\n", r"test\.rst:4: exit-status: 'zero' is not an exit code"),
+        ("X\n=\n\n.. generated:: nope\n", r"test\.rst:4: generated: no generator 'nope' \(known: hello, nothing\)"),
+        ("X\n=\n\n.. click-choices:: --mode\n", r"test\.rst:4: click-choices: the command has no option --mode"),
+    ],
+)
+def test_prose_mistakes_name_the_file_and_line(text: str, error: str) -> None:
+    with pytest.raises(manprose.ProseError, match=error):
+        _render(text)
+
+
+def test_exit_status_directive_fills_in_the_generic_codes() -> None:
+    roff = _render("EXIT STATUS\n===========\n\n.. exit-status::\n\n   2\n      Refused: ``x``.\n\n   130\n      Interrupted.\n")
+    assert roff["EXIT STATUS"] == (
+        ".TP\n\\fB0\\fR\nSuccess.\n.TP\n\\fB2\\fR\nRefused: \\fBx\\fR.\n.TP\n\\fB130\\fR\nInterrupted."
+    )
+    assert _render("E\n=\n\n.. exit-status::\n")["E"] == ".TP\n\\fB0\\fR\nSuccess.\n.TP\n\\fB2\\fR\nBad \\fBusage\\fR."
+
+
+def test_generated_directive_inserts_rst_from_the_code() -> None:
+    assert _render("G\n=\n\n.. generated:: hello\n\nAfter.\n")["G"] == ".PP\nHello \\fBx\\fR.\n.PP\nAfter."
+    assert _render("G\n=\n\n.. generated:: nothing\n\nAfter.\n")["G"] == ".PP\nAfter."
+
+
+def test_click_choices_directive_follows_the_option() -> None:
+    repair = _toy_cli().commands["repair"]
+    text = "M\n=\n\n.. click-choices:: --mode\n\n   safe\n      Slow.\n\n   fast\n      Quick.\n"
+    assert _render(text, repair)["M"] == ".TP\n\\fBfast\\fR\nQuick.\n.TP\n\\fBsafe\\fR\nSlow."  # the option's order
+    with pytest.raises(manprose.ProseError, match=r"click-choices --mode: describe fast"):
+        _render("M\n=\n\n.. click-choices:: --mode\n\n   safe\n      Slow.\n", repair)
+    with pytest.raises(manprose.ProseError, match=r"reckless is no choice of --mode"):
+        _render(text + "\n   reckless\n      No.\n", repair)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a `*.log` file and *name* too",
+        "`<path>`s and x`y` and (`z`)",
+        "a *.kafkatool-tmp glob, a_b_ and |pipes|, 2 * 3",
+        "back\\slash `\\udcXX` and `it's`",
+    ],
+)
+def test_house_style_prose_converts_to_rst_losslessly(text: str) -> None:
+    """rst_inline (for KINDS and ExitCode docstrings) keeps every character: the text docutils reads
+    back is the text with only the markup's backticks gone."""
+    section = _render("X\n=\n\n" + manprose.rst_inline(text) + "\n")["X"]
+    shown = re.sub(r"\\f[BIR]", "", section.removeprefix(".PP\n")).replace("\\-", "-").replace("\\e", "\\")
+    expected = re.sub(r"`([^`]+)`", r"\1", text)
+    expected = re.sub(r"(?<![\w*])\*([^*\s](?:[^*]*[^*\s])?)\*(?![\w*])", r"\1", expected) if "*name*" in text else expected
+    assert shown == expected
+
+
+def test_the_generator_runs_from_an_installed_package(tmp_path: Path) -> None:
+    """The prose files are package data: setuptools' build_py (what a wheel holds) copies them, and
+    the generator run from that tree, away from the repository, writes the pages in man/."""
+    lib = tmp_path / "lib"
+    result = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(lib)],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    built = sorted(p.name for p in (lib / manpage.PROSE_DIR).glob("*.rst"))
+    assert built == sorted(p.name for p in PROSE_DIR.glob("*.rst"))
+    env = {**os.environ, "PYTHONPATH": str(lib)}
+    result = subprocess.run(
+        [sys.executable, "-m", "kafkatool.cli.manpage", str(tmp_path / "man")],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    for page in PAGE_IDS + HAND_WRITTEN:
+        assert (tmp_path / "man" / page).read_bytes() == (MAN_DIR / page).read_bytes(), page
+
+
+def test_kafkatool_never_loads_docutils() -> None:
+    """docutils renders the pages at development time only: neither the console script, nor
+    ``--version``, nor importing the generator loads it."""
+    probe = (
+        "import sys\nfrom kafkatool.cli.main import main\n"
+        "try:\n    main(['--version'])\nexcept SystemExit:\n    pass\n"
+        "import kafkatool.cli.manpage\nprint('docutils' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "False"

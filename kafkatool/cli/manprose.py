@@ -138,11 +138,21 @@ def _message(text: str, source: str) -> str:
 
 
 def _line(node: nodes.Node) -> str:
-    line = getattr(node, "line", None)
+    """The line of ``node`` in its file: its own, else its first descendant's (a table's first
+    row), else its nearest ancestor's."""
+    line = getattr(node, "line", None) or _first_line(node)
     while line is None and node.parent is not None:
         node = node.parent
         line = getattr(node, "line", None)
     return str(line) if line is not None else "?"
+
+
+def _first_line(node: nodes.Node) -> int | None:
+    for child in getattr(node, "children", ()):
+        line = getattr(child, "line", None) or _first_line(child)
+        if line is not None:
+            return line
+    return None
 
 
 def _context(directive: Directive) -> PageContext:
