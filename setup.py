@@ -14,7 +14,8 @@ setup(
             optional=True,
         )
     ],
-    # The man pages (generated into man/ by `python -m kafkatool.cli.manpage man/`), installed
+    # The man pages (generated into man/ from the Click definitions and the prose in
+    # kafkatool/cli/manpages/*.rst by `python -m kafkatool.cli.manpage man/`), installed
     # under <prefix>/share/man, where man(1) finds them: `man kafkatool-verify`, `man kafkatool-runbooks`.
     data_files=[
         ("share/man/man1", sorted(glob("man/*.1"))),

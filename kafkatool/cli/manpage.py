@@ -168,11 +168,6 @@ def _read_prose(page: str, command: click.Command | None, *, required: bool) -> 
     return mp.read_prose(file.read_text(encoding="utf-8"), context)
 
 
-def _body(section: "manprose.nodes.section", source: str) -> str:
-    """A prose section's content (after its title) as roff."""
-    return _manprose().to_roff(section.document, section.children[1:], source)
-
-
 def _prose_error(source: str, message: str) -> Exception:
     return _manprose().ProseError(f"{source}: {message}")
 
@@ -393,41 +388,26 @@ def _options_section(command: click.Command, ctx: click.Context) -> str:
 
 def _arguments_section(command: click.Command, text: "manprose.Prose | None") -> str:
     """One ``.TP`` per argument: its metavar, then the prose file's description of it (ARGUMENTS)."""
-    described: dict[str, str] = {}
-    section = text.section("ARGUMENTS") if text is not None else None
-    if section is not None:
-        mp = _manprose()
-        items = [c for c in section.children[1:] if not isinstance(c, mp.nodes.comment)]
-        if len(items) != 1 or not isinstance(items[0], mp.nodes.definition_list):
-            raise _prose_error(text.source, "ARGUMENTS must be one definition list: each argument's metavar, then its text indented")
-        for item in items[0].children:
-            term, definition = item.children[0], item.children[-1]
-            described[mp.plain_text(term).strip()] = _body_nodes(definition, text.source)
+    described = text.definitions("ARGUMENTS") if text is not None else {}
     out = []
     for arg in _arguments(command):
         label = (arg.metavar or (arg.name or "").upper()).strip("[]").rstrip(".")
         dots = "..." if arg.nargs == -1 or arg.nargs > 1 else ""
         body = described.pop(label, None) or prose(_argument_help(arg))
         out.append(f".TP\n\\fI{escape_chars(label)}\\fR{dots}\n{body}")
-    if described:
-        raise _prose_error(text.source, f"ARGUMENTS describes {', '.join(sorted(described))}, which the command does not take")  # type: ignore[union-attr]
+    if described and text is not None:
+        raise _prose_error(text.source, f"ARGUMENTS describes {', '.join(sorted(described))}, which the command does not take")
     return "\n".join(out)
-
-
-def _body_nodes(node: "manprose.nodes.Element", source: str) -> str:
-    return _manprose().to_roff(node.document, node.children, source)
 
 
 def _prose_see_also(text: "manprose.Prose | None") -> list[str]:
     """The SEE ALSO line of a prose file: ``name(N)`` (or ``name``, section 1), comma-separated."""
-    section = text.section("SEE ALSO") if text is not None else None
-    if section is None:
+    if text is None or text.section("SEE ALSO") is None:
         return []
-    mp = _manprose()
-    names = [n.strip() for n in " ".join(mp.plain_text(c) for c in section.children[1:]).split(",")]
+    names = [n.strip() for n in text.text("SEE ALSO").split(",")]
     bad = [n for n in names if not re.fullmatch(r"[\w.+-]+(\(\w+\))?", n)]
     if bad:
-        raise _prose_error(text.source, f"SEE ALSO is one line of page names, name(N), separated by commas; not {bad}")  # type: ignore[union-attr]
+        raise _prose_error(text.source, f"SEE ALSO is one line of page names, name(N), separated by commas; not {bad}")
     return [n for n in names if n]
 
 
@@ -436,11 +416,7 @@ def _prose_sections(text: "manprose.Prose | None", *, skip: Iterable[str]) -> li
     if text is None:
         return []
     skipped = set(skip)
-    return [
-        _section(title, _body(section, text.source))
-        for title, section in zip(text.titles(), text.sections)
-        if title not in skipped
-    ]
+    return [_section(title, text.roff(title)) for title in text.titles() if title not in skipped]
 
 
 def _check_titles(text: "manprose.Prose | None") -> None:
@@ -465,7 +441,7 @@ def _root() -> click.Group:
     return cli
 
 
-def _source(page: str, text: "manprose.Prose | None") -> str:
+def _source(text: "manprose.Prose | None") -> str:
     return "the Click definitions" + (f" and {text.source}" if text is not None else "")
 
 
@@ -480,7 +456,7 @@ def render_group_page(cli: click.Group) -> str:
     _check_titles(text)
     titles = text.titles() if text is not None else []
     return join(
-        _th(PROG, source=_source(PROG, text)),
+        _th(PROG, source=_source(text)),
         _section("NAME", f"{escape_chars(PROG)} \\- {inline(_short_help(cli), False)}"),
         _section("SYNOPSIS", _usage_roff(PROG, cli.collect_usage_pieces(ctx))),
         _section("DESCRIPTION", _docstring_roff(help_text)),
@@ -517,7 +493,7 @@ def render_command_page(name: str, command: click.Command, cli: click.Group | No
     others = [page_name(p) for p, _c, _x in _walk(cli, _context(cli, PROG)) if p != path]
     prog = " ".join([PROG, *path])
     return join(
-        _th(page, source=_source(page, text)),
+        _th(page, source=_source(text)),
         _section("NAME", f"{escape_chars(page)} \\- {inline(_short_help(command), False)}"),
         _section("SYNOPSIS", _usage_roff(prog, command.collect_usage_pieces(ctx))),
         _section("DESCRIPTION", _docstring_roff(_help_text(command))),
@@ -537,10 +513,9 @@ def render_extra_page(filename: str) -> str:
     text = _read_prose(filename, None, required=True)
     assert text is not None
     titles = text.titles()
-    mp = _manprose()
     if not titles or titles[0] != "NAME":
         raise _prose_error(text.source, f"a page of its own starts with a NAME section: `{name} - what it is`")
-    name_line = " ".join(mp.plain_text(c) for c in text.sections[0].children[1:]).strip()
+    name_line = text.text("NAME")
     if not name_line.startswith(f"{name} - "):
         raise _prose_error(text.source, f"NAME must read `{name} - what it is`, not {name_line!r}")
     root = _root()

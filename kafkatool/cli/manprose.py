@@ -62,10 +62,36 @@ class Prose:
     sections: list[nodes.section]
 
     def titles(self) -> list[str]:
+        """The titles of the top-level sections, in order."""
         return [section_title(s) for s in self.sections]
 
     def section(self, title: str) -> nodes.section | None:
         return next((s for s in self.sections if section_title(s) == title), None)
+
+    def roff(self, title: str) -> str:
+        """The content of section ``title`` (after its title) as roff."""
+        section = self.section(title)
+        return to_roff(section.document, section.children[1:], self.source) if section is not None else ""
+
+    def text(self, title: str) -> str:
+        """The plain text of section ``title``'s content, markup dropped, blocks joined by a space."""
+        section = self.section(title)
+        return " ".join(plain_text(c).strip() for c in section.children[1:] if not isinstance(c, nodes.comment)) if section is not None else ""
+
+    def definitions(self, title: str) -> dict[str, str]:
+        """Section ``title`` as ``{term: roff of its definition}``; it must hold one definition list."""
+        section = self.section(title)
+        if section is None:
+            return {}
+        blocks = [c for c in section.children[1:] if not isinstance(c, nodes.comment)]
+        if len(blocks) != 1 or not isinstance(blocks[0], nodes.definition_list):
+            raise ProseError(f"{self.source}:{_line(section)}: {title} must be one definition list: each term, then its text indented")
+        out = {}
+        for item in blocks[0].children:
+            term = next(c for c in item.children if isinstance(c, nodes.term))
+            definition = next(c for c in item.children if isinstance(c, nodes.definition))
+            out[plain_text(term).strip()] = to_roff(section.document, definition.children, self.source)
+        return out
 
 
 def section_title(section: nodes.section) -> str:
@@ -269,7 +295,6 @@ directives.register_directive("generated", Generated)
 
 # --------------------------------------------------------------------------- house style to rst
 
-_MARKUP = re.compile(r"`([^`]+)`|\*([^*\s](?:[^*]*[^*\s])?)\*")
 _START_OK = set("-:/'\"<([{")
 _END_OK = set("-.,:;!?\\/'\")]}>")
 
@@ -279,7 +304,7 @@ def rst_inline(text: str) -> str:
     reStructuredText inline text: ````literal````, ``*name*``, everything else escaped."""
     out: list[str] = []
     last = 0
-    for m in _MARKUP.finditer(text):
+    for m in roff.MARKUP.finditer(text):
         out.append(_escape(text[last : m.start()]))
         token = f"``{m.group(1)}``" if m.group(1) is not None else f"*{_escape(m.group(2))}*"
         before = text[m.start() - 1] if m.start() else " "

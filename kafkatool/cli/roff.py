@@ -13,6 +13,7 @@ import textwrap
 from typing import Iterable
 
 __all__ = [
+    "MARKUP",
     "bullets",
     "escape",
     "escape_chars",
@@ -29,7 +30,8 @@ __all__ = [
 ]
 
 _SPECIAL = {"\\": "\\e", "-": "\\-"}
-_MARKUP = re.compile(r"`([^`]+)`|\*([^*\s](?:[^*]*[^*\s])?)\*")
+MARKUP = re.compile(r"`([^`]+)`|\*([^*\s](?:[^*]*[^*\s])?)\*")
+"""House-style markup in prose (docstrings, ``verify.KINDS``): ```literal``` (group 1), ``*name*`` (group 2)."""
 _LITERALS = re.compile(r"`([^`]+)`()")  # for Click's own texts, where a ``*`` may be a glob
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]'\"`][.!?])\s+(?=[A-Z`(])")
 
@@ -65,7 +67,7 @@ def inline(text: str, italics: bool = True) -> str:
     """Escape prose, turning ```literal``` into bold and (with ``italics``) ``*name*`` into italics."""
     out = []
     last = 0
-    for m in (_MARKUP if italics else _LITERALS).finditer(text):
+    for m in (MARKUP if italics else _LITERALS).finditer(text):
         out.append(escape_chars(text[last : m.start()]))
         if m.group(1) is not None:
             out.append(f"\\fB{escape_chars(m.group(1))}\\fR")
