@@ -37,7 +37,7 @@ from kafkatool.record.compression import codec_name
 from kafkatool.record.control import ControlType, control_type_name, decode_control_key
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.record.records import batch_record_chunks
-from kafkatool.segment.logdir import LogDir, Partition, Segment, Target, expand
+from kafkatool.segment.logdir import BatchReader, EntryType, LogDir, Partition, Segment, expand
 
 __all__ = [
     "CHECKPOINTS",
@@ -312,8 +312,8 @@ class _Tally:
         else:
             self.problems_dropped += 1
 
-    def add_segment(self, segment: Segment, batches: Iterable[Batch]) -> None:
-        """Count ``batches`` (one segment's, in file order)."""
+    def add_segment(self, segment: Segment) -> None:
+        """Count the batches of ``segment`` (in file order)."""
         path = segment.log_path
         n = nbytes = records = 0
         tmin, tmax = self.tmin, self.tmax
@@ -322,7 +322,8 @@ class _Tally:
         # the producer whose batches are being read: its id, its table row, its batch and record counts
         pid_now, row, pid_batches, pid_records, pid_last = -1, None, 0, 0, None
         last = None
-        reader = _EntryReader(path)
+        batches = segment.batches()
+        reader = _EntryReader(path, batches)
         try:
             for b in batches:
                 (_pos, size, offset, magic, crc, attrs, _lod, first_ts, max_ts, pid, epoch, _seq, count, _ple, computed) = b
@@ -374,6 +375,7 @@ class _Tally:
             self.problem(_problem(e, path, "unreadable"))
         finally:
             reader.close()
+            self.trailing += batches.trailing_bytes
             if run_n:
                 kinds[run_key] = kinds.get(run_key, 0) + run_n
             if pid_batches:
@@ -495,6 +497,7 @@ class _Tally:
 
 
 _NO_TIME = 1 << 63
+_UNKNOWN_BASE = -1  # a segment file named alone whose name is not its base offset
 _NO_PRODUCER_RUN = -2  # below every producer id (-1: none): the next data batch starts a run
 
 _MAX_IS_FIRST = TIMESTAMP_TYPE_BIT | DELETE_HORIZON_BIT
@@ -504,14 +507,19 @@ timestamps are one and the same."""
 
 
 class _EntryReader:
-    """Reads whole entries of one segment file for the few batches that need a closer look; the
-    file is opened on first use."""
+    """The bytes of the batch just read, for the few batches that need a closer look: the
+    model's copy (``BatchReader.data``), or, for a batch too large to hold, read again from
+    the file (opened on first use)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, batches: BatchReader) -> None:
         self.path = path
+        self.batches = batches
         self._fd: int | None = None
 
-    def read(self, b: Batch) -> bytes:
+    def read(self, b: Batch) -> bytes | memoryview:
+        data = self.batches.data
+        if data is not None:
+            return data
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY)
         data = os.pread(self._fd, b.size, b.position)
@@ -566,10 +574,11 @@ def _stats(path: str, partition: Partition | None, segments: list[Segment], opts
             continue
         size += file_size
         before = tally.last
-        walked = _Walked(segment, file_size)
-        tally.add_segment(segment, walked)
-        tally.trailing += walked.trailing
-        end_of_last = tally.last.next_offset if tally.last is not before and tally.last is not None else segment.base_offset
+        tally.add_segment(segment)
+        if tally.last is not before and tally.last is not None:
+            end_of_last = tally.last.next_offset
+        else:  # an empty segment: the log end is its base offset
+            end_of_last = segment.base_offset if segment.base_offset != _UNKNOWN_BASE else None
     last = tally.last
     magics, codecs, ts_types, transactional, control = tally.kind_counts()
     producers, producer_count, exact = tally.producer_table()
@@ -614,23 +623,6 @@ def _stats(path: str, partition: Partition | None, segments: list[Segment], opts
     )
 
 
-class _Walked:
-    """A segment's batches from the model; afterwards :attr:`trailing` holds the bytes after the
-    last whole batch when the segment ended in a tail (a corrupt region raises instead)."""
-
-    def __init__(self, segment: Segment, file_size: int) -> None:
-        self.segment = segment
-        self.file_size = file_size
-        self.trailing = 0
-
-    def __iter__(self) -> Iterator[Batch]:
-        end = 0
-        for b in self.segment.batches():
-            end = b.position + b.size
-            yield b
-        self.trailing = self.file_size - end
-
-
 def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: StatsRun | None = None) -> Iterator[PartitionStats]:
     """The stats of every partition dir (and named segment file) found in ``paths``: files,
     partition dirs, log dirs, directories of log dirs (:func:`~kafkatool.segment.logdir.expand`).
@@ -650,13 +642,12 @@ def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: S
             if t.error is not None:
                 found.add(id(top))
                 yield _unreadable(t.path, t.error)
-            elif t.path.endswith(".log") and t.type.name == "FILE":
+            elif t.path.endswith(".log") and t.type is EntryType.FILE:
                 found.add(id(top))
                 try:
                     segment = Segment.at(t.path)
-                except KafkaToolError as e:
-                    yield _unreadable(t.path, e)
-                    continue
+                except KafkaToolError:  # a copy not named after its base offset: read all the same
+                    segment = Segment.at(t.path, base_offset=_UNKNOWN_BASE)
                 yield segment_stats(segment, opts)
             else:
                 found.add(id(top))
@@ -677,5 +668,4 @@ def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: S
 
 
 def _unreadable(path: str, error: KafkaToolError) -> PartitionStats:
-    tally = _Tally(StatsOptions())
     return _stats(path, None, [], StatsOptions(), None, [_problem(error, path, "unreadable")])

@@ -1,0 +1,518 @@
+"""``kafkatool stats``: every field checked against a source that is not kafkatool.
+
+* Real broker segments (``../shared/fixtures-real``, skipped when absent) and the sample log
+  dir: each partition's counts, offsets, time range, codecs, magics, producers and markers
+  are recomputed with kafka-python's reader (``MemoryRecords``, which decodes every record);
+  a few numbers are also the fixture collector's ``MANIFEST.json`` and the checkpoint files
+  read by eye (``debug_topic 0 40``).
+* Partitions built here with kafka-python's batch builders, a control batch and a
+  LogAppendTime batch laid out by hand from the spec (§4.1, §6) with the ``crc32c`` package,
+  and hand-written checkpoint files: the expected values are what was built.
+* Bad input: a corrupt region, a CRC mismatch, a tail, a malformed checkpoint; the command's
+  exit status and output, never a traceback.
+* ``kafkatool.stats`` uses only public names of the model.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import zlib
+from collections import Counter
+from pathlib import Path
+
+import crc32c
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from kafkatool import stats as st
+from kafkatool.render import stats as rs
+from kafkatool.segment.logdir import Partition
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "fixtures" / "logdir"
+REAL = ROOT.parent / "shared" / "fixtures-real"
+if not REAL.is_dir():
+    REAL = Path("/work/shared/fixtures-real")
+
+CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+#: Control record types, spec §6's table.
+CONTROL_TYPES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER", 4: "SNAPSHOT_FOOTER",
+                 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kafkatool", "stats", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=120)
+
+
+def stats_of(path: str | os.PathLike, **opts) -> st.PartitionStats:
+    return st.partition_stats(Partition(os.fspath(path)), st.StatsOptions(**opts))
+
+
+# --------------------------------------------------------------------------- the oracle: kafka-python
+
+
+def oracle(partition_dir: Path) -> dict:
+    """A partition's stats as kafka-python reads its segments (every record decoded)."""
+    logs = sorted(p for p in partition_dir.iterdir() if p.suffix == ".log" and len(p.name) == 24)
+    o = {"batches": 0, "records": 0, "first": None, "last": None, "tmin": None, "tmax": None, "magics": Counter(),
+         "codecs": Counter(), "txn": 0, "control": 0, "markers": Counter(), "crc_bad": 0, "producers": {},
+         "batch_bytes": 0, "bytes": 0, "log_end": None}
+    for log in logs:
+        data = log.read_bytes()
+        o["bytes"] += len(data)
+        records = MemoryRecords(data)
+        last_in_segment = None
+        while (b := records.next_batch()) is not None:
+            o["batches"] += 1
+            o["batch_bytes"] += b.size_in_bytes
+            o["magics"][b.magic] += 1
+            o["codecs"][CODECS[b.compression_type]] += 1
+            if not b.validate_crc():
+                o["crc_bad"] += 1
+            recs = list(b)
+            for r in recs:
+                if r.timestamp is not None and r.timestamp >= 0:
+                    o["tmin"] = r.timestamp if o["tmin"] is None else min(o["tmin"], r.timestamp)
+                    o["tmax"] = r.timestamp if o["tmax"] is None else max(o["tmax"], r.timestamp)
+            if b.magic >= 2:
+                o["records"] += b.records_count
+                first, last = b.base_offset, b.base_offset + b.last_offset_delta
+                o["tmax"] = b.max_timestamp if o["tmax"] is None else max(o["tmax"], b.max_timestamp)
+                o["txn"] += b.is_transactional
+                if b.is_control_batch:
+                    o["control"] += 1
+                    o["markers"][CONTROL_TYPES[struct.unpack(">hh", recs[0].key)[1]]] += 1
+                if b.producer_id >= 0:
+                    p = o["producers"].setdefault(b.producer_id, {"epoch": None, "seq": -1, "offset": -1, "batches": 0})
+                    p["epoch"] = b.producer_epoch
+                    p["batches"] += 1
+                    if not b.is_control_batch:
+                        p["seq"], p["offset"] = b.last_sequence, last
+            else:
+                o["records"] += len(recs)
+                first, last = recs[0].offset, recs[-1].offset
+            if o["first"] is None:
+                o["first"] = first
+            o["last"] = last
+            last_in_segment = last
+        o["log_end"] = int(log.name[:20]) if last_in_segment is None else last_in_segment + 1
+    return o
+
+
+def partition_dirs(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        if any(f.endswith(".log") and len(f) == 24 for f in filenames):
+            out.append(Path(dirpath))
+    return sorted(out)
+
+
+def check_against_oracle(path: Path) -> None:
+    try:
+        o = oracle(path)
+    except RuntimeError as e:  # kafka-python lacks a codec library (xxhash for v0 lz4)
+        pytest.skip(f"kafka-python cannot read {path}: {e}")
+    s = stats_of(path, deep=True)
+    assert s.problems == ()
+    assert (s.batches, s.records, s.first_offset, s.last_offset, s.log_end) == (o["batches"], o["records"], o["first"], o["last"], o["log_end"])
+    assert (s.bytes, s.batch_bytes, s.trailing_bytes) == (o["bytes"], o["batch_bytes"], o["bytes"] - o["batch_bytes"])
+    assert (s.min_timestamp, s.max_timestamp) == (o["tmin"], o["tmax"])
+    assert s.magics == dict(o["magics"]) and s.codecs == dict(o["codecs"])
+    assert (s.transactional_batches, s.control_batches, s.control_types) == (o["txn"], o["control"], dict(o["markers"]))
+    assert s.crc_mismatches == o["crc_bad"]
+    assert s.producer_count == len(o["producers"]) and s.producer_count_exact
+    listed = {p.producer_id: {"epoch": p.producer_epoch, "seq": p.last_sequence, "offset": p.last_offset, "batches": p.batches} for p in s.producers}
+    assert listed == {k: v for k, v in list(o["producers"].items())[:st.DEFAULT_MAX_PRODUCERS]}
+    # shallow: the same, but a legacy compressed wrapper's records are not counted
+    shallow = stats_of(path)
+    wrappers = sum(n for c, n in o["codecs"].items() if c != "none") if set(o["magics"]) <= {0, 1} else shallow.unopened_wrappers
+    assert shallow.unopened_wrappers == wrappers
+    assert (shallow.batches, shallow.first_offset, shallow.last_offset, shallow.log_end) == (o["batches"], o["first"], o["last"], o["log_end"])
+    if not wrappers:
+        assert shallow.records == o["records"] and shallow.min_timestamp == o["tmin"]
+
+
+@pytest.mark.parametrize("path", partition_dirs(SAMPLE), ids=lambda p: p.name)
+def test_sample_partitions_match_kafka_python(path: Path) -> None:
+    check_against_oracle(path)
+
+
+REAL_DIRS = partition_dirs(REAL) if REAL.is_dir() else []
+
+
+@pytest.mark.skipif(not REAL_DIRS, reason="../shared/fixtures-real is absent")
+@pytest.mark.parametrize("path", REAL_DIRS, ids=lambda p: str(p.relative_to(REAL)))
+def test_real_partitions_match_kafka_python(path: Path) -> None:
+    check_against_oracle(path)
+
+
+@pytest.mark.skipif(not REAL_DIRS, reason="../shared/fixtures-real is absent")
+def test_real_partitions_match_the_collectors_manifest() -> None:
+    checked = 0
+    for manifest in REAL.glob("*/MANIFEST.json"):
+        for f in json.loads(manifest.read_text())["files"]:
+            m = f.get("batches")
+            path = manifest.parent / f["path"]
+            if not m or not path.name.endswith(".log") or len(path.name) != 24 or len(list(path.parent.glob("*.log"))) != 1:
+                continue
+            s = stats_of(path.parent, deep=True)
+            if stats_of(path.parent).unopened_wrappers:
+                # the manifest counts a legacy compressed wrapper as one record, its offset (the
+                # last inner one) as its first: the kafka-python comparison checks those partitions
+                assert (s.batches, s.last_offset) == (m["batches"], m["last_offset"]) and m["records"] == s.batches
+            else:
+                assert (s.batches, s.records, s.first_offset, s.last_offset) == (m["batches"], m["records"], m["first_offset"], m["last_offset"])
+            assert sorted(s.magics) == m["magics"] and sorted(s.codecs) == sorted(m["codecs"])
+            assert (s.control_batches, s.transactional_batches, s.crc_mismatches, s.trailing_bytes) == (m["control"], m["transactional"], m["crc_bad"], m["trailing"])
+            checked += 1
+    assert checked >= 10
+
+
+@pytest.mark.skipif(not REAL_DIRS, reason="../shared/fixtures-real is absent")
+def test_a_real_log_dir_by_hand() -> None:
+    """William0423__kafka: debug_topic-0 holds 3 batches, 40 records (offsets 0..39); the log
+    dir's recovery-point and replication checkpoints say ``debug_topic 0 40`` and
+    ``__consumer_offsets 28 8202``; its log-start checkpoint has no entry (count 0)."""
+    logdir = REAL / "William0423__kafka" / "kafka-logs"
+    got = {s.topic: s for s in st.iter_stats([str(logdir)])}
+    assert set(got) == {"debug_topic", "__consumer_offsets"}
+    d, c = got["debug_topic"], got["__consumer_offsets"]
+    assert (d.batches, d.records, d.first_offset, d.last_offset, d.log_end, d.bytes) == (3, 40, 0, 39, 40, 883)
+    assert (c.batches, c.records, c.log_end, c.partition) == (8202, 8202, 8202, 28)
+    for s, end in ((d, 40), (c, 8202)):
+        assert [(x.name, x.offset, x.state) for x in s.checkpoints] == [
+            ("recovery-point-offset-checkpoint", end, st.CheckpointState.EQUAL),
+            ("replication-offset-checkpoint", end, st.CheckpointState.EQUAL),
+            ("log-start-offset-checkpoint", None, st.CheckpointState.NO_ENTRY),
+        ]
+
+
+# --------------------------------------------------------------------------- partitions built here
+
+
+def zigzag(n: int) -> bytes:
+    """A signed varint (spec §4.2: zigzag, then base-128 little-endian groups)."""
+    u = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        if u < 0x80:
+            out.append(u)
+            return bytes(out)
+        out.append(u & 0x7F | 0x80)
+        u >>= 7
+
+
+def v2_batch(base_offset: int, timestamps: list[int], *, codec: int = 0, pid: int = -1, epoch: int = -1, seq: int = -1,
+             txn: bool = False) -> bytes:
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=txn, producer_id=pid,
+                                  producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
+    for i, ts in enumerate(timestamps):
+        # a value that compresses: kafka-python's builder leaves a batch uncompressed when that is smaller
+        b.append(i, timestamp=ts, key=b"k%d" % i, value=b"value %d " % i * 20, headers=[])
+    buf = bytearray(b.build())
+    struct.pack_into(">q", buf, 0, base_offset)  # baseOffset is outside the CRC (§4.1)
+    return bytes(buf)
+
+
+def with_crc(head: bytes, after_crc: bytes) -> bytes:
+    """A v2 batch from its first 17 bytes and everything after the CRC, the CRC-32C computed (§4.1)."""
+    return head + struct.pack(">I", crc32c.crc32c(after_crc)) + after_crc
+
+
+def log_append_time(batch: bytes, append_time: int) -> bytes:
+    """``batch`` turned LogAppendTime (attribute bit 3) with the broker's time as max timestamp."""
+    attrs, lod, base_ts, _max_ts = struct.unpack_from(">hiqq", batch, 21)
+    after = struct.pack(">hiqq", attrs | 0x08, lod, base_ts, append_time) + batch[43:]
+    return with_crc(batch[:17], after)
+
+
+def control_batch(base_offset: int, pid: int, epoch: int, type_id: int, ts: int) -> bytes:
+    """A transaction marker laid out from §6: one record, key (version 0, type), value (version 0, coordinator epoch 7)."""
+    key, value = struct.pack(">hh", 0, type_id), struct.pack(">hi", 0, 7)
+    body = b"\x00" + zigzag(0) + zigzag(0) + zigzag(len(key)) + key + zigzag(len(value)) + value + zigzag(0)
+    after = struct.pack(">hiqqqhii", 0x30, 0, ts, ts, pid, epoch, -1, 1) + zigzag(len(body)) + body
+    head = struct.pack(">qiib", base_offset, 4 + 1 + 4 + len(after), 0, 2)
+    return with_crc(head, after)
+
+
+def v1_wrapper(last_offset: int, timestamps: list[int], codec: int = 1) -> bytes:
+    b = LegacyRecordBatchBuilder(magic=1, compression_type=codec, batch_size=1 << 20)
+    for i, ts in enumerate(timestamps):
+        b.append(i, timestamp=ts, key=None, value=b"legacy %d" % i)
+    buf = bytearray(b.build())
+    struct.pack_into(">q", buf, 0, last_offset)  # the wrapper's offset: its last inner offset (the CRC starts at the magic)
+    if codec:
+        # as the broker does (and kafka-python's builder does not), the wrapper's timestamp is
+        # its newest inner one (§5.1); the message CRC-32 covers it
+        struct.pack_into(">q", buf, 18, max(timestamps))
+        struct.pack_into(">I", buf, 12, zlib.crc32(buf[16:]))
+    return bytes(buf)
+
+
+def v1_message(offset: int, ts: int) -> bytes:
+    return v1_wrapper(offset, [ts], codec=0)
+
+
+@pytest.fixture
+def built(tmp_path: Path) -> Path:
+    """Log dir ``logs`` with partition ``audit-3``: three segments (the last one empty).
+
+    offsets 0-2  gzip, producer 10 epoch 1 sequence 0, timestamps 1000 1005 1002
+    offsets 3-4  transactional, producer 11 epoch 0 sequence 0, timestamps 2000 2001
+    offsets 5-6  producer 10 epoch 1 sequence 3, timestamps 900 3000 (the oldest batch first timestamp)
+    offset  7    COMMIT marker of producer 11 (epoch 0)
+    offset  8    LogAppendTime 4000, its record created at 100 (not a record time: the append time is)
+    -- segment 9 --
+    offsets 9-11 a v1 gzip wrapper, timestamps 800 5001 5002 (800 is seen only when opened)
+    offset  12   a v1 message, timestamp 6000
+    -- segment 20: empty (offsets 13-19 compacted away): the log end is 20 --
+    """
+    part = tmp_path / "logs" / "audit-3"
+    part.mkdir(parents=True)
+    seg0 = (v2_batch(0, [1000, 1005, 1002], codec=1, pid=10, epoch=1, seq=0)
+            + v2_batch(3, [2000, 2001], pid=11, epoch=0, seq=0, txn=True)
+            + v2_batch(5, [900, 3000], pid=10, epoch=1, seq=3)
+            + control_batch(7, 11, 0, 1, 3500)
+            + log_append_time(v2_batch(8, [100]), 4000))
+    (part / "00000000000000000000.log").write_bytes(seg0)
+    (part / "00000000000000000009.log").write_bytes(v1_wrapper(11, [800, 5001, 5002]) + v1_message(12, 6000))
+    (part / "00000000000000000020.log").write_bytes(b"")
+    (part / "00000000000000000020.index").write_bytes(b"")
+    return part
+
+
+def write_checkpoint(path: Path, lines: list[str]) -> None:
+    path.write_text("0\n" + f"{len(lines)}\n" + "".join(line + "\n" for line in lines))
+
+
+def test_a_built_partition_field_by_field(built: Path) -> None:
+    logs = built.parent
+    write_checkpoint(logs / "recovery-point-offset-checkpoint", ["other 0 5", "audit 3 20"])
+    write_checkpoint(logs / "replication-offset-checkpoint", ["audit 3 25"])
+    s = stats_of(built)
+    assert (s.topic, s.partition, s.state, s.is_file, s.segments) == ("audit", 3, None, False, 3)
+    sizes = [os.path.getsize(built / n) for n in ("00000000000000000000.log", "00000000000000000009.log")]
+    assert (s.bytes, s.batch_bytes, s.trailing_bytes) == (sum(sizes), sum(sizes), 0)
+    assert (s.batches, s.records, s.unopened_wrappers) == (7, 3 + 2 + 2 + 1 + 1 + 1, 1)
+    assert (s.first_offset, s.last_offset, s.log_end) == (0, 12, 20)
+    assert (s.min_timestamp, s.max_timestamp) == (900, 6000)
+    assert s.magics == {1: 2, 2: 5}
+    assert s.codecs == {"gzip": 2, "none": 5}
+    assert s.timestamp_types == {"CreateTime": 6, "LogAppendTime": 1}
+    assert (s.transactional_batches, s.control_batches, s.control_types) == (2, 1, {"COMMIT": 1})
+    assert s.crc_mismatches == 0
+    assert (s.producer_count, s.producer_count_exact, s.idempotent_batches) == (2, True, 4)
+    assert s.producers == (
+        st.ProducerStats(10, 1, 4, 6, 2, 5),  # id, epoch, last sequence (3 + 1), last offset, batches, records
+        st.ProducerStats(11, 0, 1, 4, 2, 3),  # the marker sets the epoch, not the sequence or the last data offset
+    )
+    assert [(c.name, c.offset, c.state) for c in s.checkpoints] == [
+        ("recovery-point-offset-checkpoint", 20, st.CheckpointState.EQUAL),
+        ("replication-offset-checkpoint", 25, st.CheckpointState.BEHIND),
+        ("log-start-offset-checkpoint", None, st.CheckpointState.NO_FILE),
+    ]
+    assert s.problems == ()
+
+    deep = stats_of(built, deep=True)
+    assert (deep.records, deep.unopened_wrappers, deep.min_timestamp) == (13, 0, 800)
+
+
+def test_checkpoint_states(built: Path) -> None:
+    logs = built.parent
+    write_checkpoint(logs / "recovery-point-offset-checkpoint", ["audit 3 9"])
+    write_checkpoint(logs / "replication-offset-checkpoint", ["audit 4 20", "audited 3 20"])
+    write_checkpoint(logs / "log-start-offset-checkpoint", ["audit 3 20"])
+    s = stats_of(built)
+    assert [(c.offset, c.state) for c in s.checkpoints] == [
+        (9, st.CheckpointState.AHEAD), (None, st.CheckpointState.NO_ENTRY), (20, st.CheckpointState.EQUAL)]
+    assert st.compare_checkpoint("x", {("t", 0): 5}, "t", 0, None).state is st.CheckpointState.NOT_COMPARED
+
+
+def test_a_malformed_checkpoint_is_a_located_problem_not_an_error(built: Path) -> None:
+    (built.parent / "replication-offset-checkpoint").write_text("0\n1\naudit x 13\n")
+    s = stats_of(built)
+    assert s.checkpoints[1].state is st.CheckpointState.UNREADABLE
+    assert s.checkpoints[0].state is st.CheckpointState.NO_FILE
+    (p,) = s.problems
+    assert (p.file, p.position, p.kind) == (str((built.parent / "replication-offset-checkpoint").resolve()), 4, "checkpoint")
+    assert "audit x 13" in p.message
+    r = run(str(built))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert "replication-offset-checkpoint:4: Malformed line" in r.stdout
+
+
+def test_a_deleted_partitions_dir_is_not_compared(built: Path) -> None:
+    write_checkpoint(built.parent / "recovery-point-offset-checkpoint", ["audit 3 20"])
+    gone = built.parent / "audit-3.0123456789abcdef0123456789abcdef-delete"
+    built.rename(gone)
+    s = stats_of(gone)
+    assert (s.topic, s.partition, s.state) == ("audit", 3, "delete")
+    assert {c.state for c in s.checkpoints} == {st.CheckpointState.NOT_COMPARED}
+
+
+def test_the_producer_table_is_capped_and_the_rest_counted(tmp_path: Path, monkeypatch) -> None:
+    part = tmp_path / "many-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(b"".join(v2_batch(i, [1000 + i], pid=500 + i, epoch=0, seq=0) for i in range(250)))
+    s = stats_of(part, max_producers=5)
+    assert [p.producer_id for p in s.producers] == [500, 501, 502, 503, 504]
+    assert (s.producer_count, s.producer_count_exact, s.producers_not_listed) == (250, True, 245)
+    monkeypatch.setattr(st, "PRODUCER_COUNT_LIMIT", 100)
+    s = stats_of(part, max_producers=5)
+    assert (len(s.producers), s.producer_count, s.producer_count_exact) == (5, 105, False)
+    assert "more than 105" in rs.partition_text(s) and "and 100+ more" in rs.partition_text(s)
+    obj = rs.partition_object(s)["producers"]
+    assert (obj["count"], obj["countExact"], obj["notListed"], len(obj["listed"])) == (105, False, 100, 5)
+
+
+def test_an_abort_marker_with_a_bumped_epoch_sets_the_producers_epoch(tmp_path: Path) -> None:
+    """A coordinator that aborts a timed-out transaction writes the marker with the epoch bumped
+    (KIP-890): the producer's epoch is the marker's, its sequence and last offset its data's."""
+    part = tmp_path / "bump-0"
+    part.mkdir()
+    (part / "00000000000000000000.log").write_bytes(
+        v2_batch(0, [1000, 1001, 1002], pid=20, epoch=3, seq=40, txn=True) + control_batch(3, 20, 4, 0, 1500))
+    s = stats_of(part)
+    assert s.producers == (st.ProducerStats(20, 4, 42, 2, 2, 4),)
+    assert s.control_types == {"ABORT": 1}
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_a_corrupt_region_stops_its_segment_and_is_located(tmp_path: Path) -> None:
+    part = tmp_path / "bad-0"
+    part.mkdir()
+    good = v2_batch(0, [1000, 1001]) + v2_batch(2, [1002])
+    bad = struct.pack(">qi", 3, 5) + b"\x00" * 40  # size 5 < 14: Kafka's CorruptRecordException (§3)
+    (part / "00000000000000000000.log").write_bytes(good + bad + v2_batch(3, [1003]))
+    (part / "00000000000000000009.log").write_bytes(v2_batch(9, [2000]))
+    s = stats_of(part)
+    assert (s.batches, s.records, s.last_offset, s.log_end) == (3, 4, 9, 10)  # the next segment is still read
+    (p,) = s.problems
+    assert (p.file, p.position) == (str(part / "00000000000000000000.log"), len(good))
+    assert "smaller than minimum record overhead" in p.message
+    r = run("--format", "jsonl", str(part))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    obj = json.loads(r.stdout.splitlines()[0])
+    assert obj["problems"] == [{"file": p.file, "position": len(good), "kind": p.kind, "message": p.message}]
+
+
+def test_a_crc_mismatch_is_counted_and_located(tmp_path: Path) -> None:
+    part = tmp_path / "crc-0"
+    part.mkdir()
+    first = v2_batch(0, [1000])
+    second = bytearray(v2_batch(1, [1001, 1002]))
+    second[-3] ^= 0xFF  # a value byte: covered by the CRC
+    (part / "00000000000000000000.log").write_bytes(first + second)
+    s = stats_of(part)
+    assert (s.crc_mismatches, s.batches, s.records) == (1, 2, 3)
+    (p,) = s.problems
+    assert (p.position, p.kind) == (len(first), "crc_mismatch")
+    assert run(str(part)).returncode == 1
+
+
+def test_a_tail_is_trailing_bytes_not_a_problem(tmp_path: Path) -> None:
+    part = tmp_path / "tail-0"
+    part.mkdir()
+    batch = v2_batch(0, [1000])
+    (part / "00000000000000000000.log").write_bytes(batch + batch[:30])
+    s = stats_of(part)
+    assert (s.batches, s.trailing_bytes, s.problems) == (1, 30, ())
+    assert run(str(part)).returncode == 0
+
+
+def test_a_lone_segment_file(built: Path) -> None:
+    s = next(st.iter_stats([str(built / "00000000000000000009.log")]))
+    assert (s.is_file, s.topic, s.segments, s.batches, s.first_offset, s.log_end) == (True, None, 1, 2, 9, 13)
+    assert {c.state for c in s.checkpoints} == {st.CheckpointState.NOT_COMPARED}
+    obj = json.loads(run("--format", "jsonl", str(built / "00000000000000000009.log")).stdout.splitlines()[0])
+    assert obj["type"] == "segment" and obj["file"].endswith("00000000000000000009.log")
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_usage_errors_exit_2(built: Path, tmp_path: Path) -> None:
+    r = run(str(built / "00000000000000000020.index"))
+    assert r.returncode == 2 and "not a segment file" in r.stderr
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    r = run(str(empty))
+    assert r.returncode == 2 and "nothing Kafka found here" in r.stderr
+    r = run(str(tmp_path / "missing"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def test_jsonl_names_and_summary(built: Path) -> None:
+    write_checkpoint(built.parent / "recovery-point-offset-checkpoint", ["audit 3 20"])
+    r = run("--format", "jsonl", str(built.parent))
+    assert r.returncode == 0, r.stderr
+    first, summary = (json.loads(line) for line in r.stdout.splitlines())
+    assert list(first) == [
+        "type", "partitionDir", "topic", "partition", "state", "segments", "bytes", "batchBytes", "trailingBytes",
+        "batches", "records", "unopenedWrappers", "firstOffset", "lastOffset", "logEndOffset", "minTimestamp",
+        "maxTimestamp", "magics", "codecs", "timestampTypes", "transactionalBatches", "controlBatches", "controlTypes",
+        "crcMismatches", "idempotentBatches", "producers", "checkpoints", "problems"]
+    assert first["partitionDir"] == str(built)
+    assert first["magics"] == {"1": 2, "2": 5}
+    assert first["producers"]["listed"][0] == {"producerId": 10, "producerEpoch": 1, "lastSequence": 4, "lastOffset": 6,
+                                               "batches": 2, "records": 5}
+    assert first["checkpoints"] == {"recoveryPoint": {"offset": 20, "logEnd": "equal"},
+                                    "replication": {"offset": None, "logEnd": "no_file"},
+                                    "logStart": {"offset": None, "logEnd": "no_file"}}
+    assert {k: summary[k] for k in ("type", "partitions", "segments", "batches", "records", "problems")} == {
+        "type": "summary", "partitions": 1, "segments": 3, "batches": 7, "records": 10, "problems": 0}
+
+
+def test_text_and_table(built: Path) -> None:
+    r = run(str(built))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"partition {built} (topic audit, partition 3)"
+    text = "\n".join(lines)
+    assert re.search(r"^  offsets: +0\.\.12, log end 20$", text, re.M)
+    assert "1970-01-01T00:00:00.900Z .. 1970-01-01T00:00:06.000Z" in text
+    assert "id 10 epoch 1 last sequence 4 last offset 6 (2 batches, 5 records)" in text
+    assert "log-start-offset-checkpoint: no file" in text
+    assert r.stderr.startswith("Read 1 partition (3 segments, 7 batches, ")
+    assert run("-q", str(built)).stderr == ""
+    r = run("--format", "table", str(built))
+    assert r.returncode == 0 and "audit-3" in r.stdout and "0..12" in r.stdout
+
+
+def test_non_utf8_names_stay_valid_json(tmp_path: Path, built: Path) -> None:
+    odd = os.fsencode(tmp_path) + b"/log\xff/top\xfeic-0"
+    os.makedirs(odd)
+    shutil.copyfile(built / "00000000000000000000.log", odd + b"/00000000000000000000.log")
+    proc = subprocess.run([sys.executable, "-m", "kafkatool", "stats", "--format", "jsonl", odd], cwd=ROOT,
+                          capture_output=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    obj = json.loads(proc.stdout.decode("utf-8").splitlines()[0])
+    assert os.fsencode(obj["partitionDir"]) == odd
+
+
+# --------------------------------------------------------------------------- written against the public API
+
+
+def test_stats_uses_only_public_names_of_the_model() -> None:
+    tree = ast.parse((ROOT / "kafkatool" / "stats.py").read_text())
+    allowed = ("kafkatool.segment.logdir", "kafkatool.record.", "kafkatool.errors")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("kafkatool"):
+            assert node.module.startswith(allowed), node.module
+            assert not any(a.name.startswith("_") for a in node.names), ast.unparse(node)
+        if isinstance(node, ast.Import):
+            assert not any(a.name.startswith("kafkatool") for a in node.names), ast.unparse(node)
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            assert isinstance(node.value, ast.Name) and node.value.id == "self", ast.unparse(node)
