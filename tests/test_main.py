@@ -19,7 +19,7 @@ ALL_LOGS = sorted(str(p) for p in (REPO / "fixtures" / "logdir").glob("*/*.log")
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("KAFKATOOL_PURE_PYTHON", "_KAFKATOOL_COMPLETE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("KAFKATOOL_PURE", "KAFKATOOL_PURE_PYTHON", "_KAFKATOOL_COMPLETE")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra)
     return env
@@ -189,6 +189,31 @@ def test_version_says_whether_the_accelerator_is_in_use() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "env, said",
+    [
+        ({"KAFKATOOL_PURE": "1"}, "no, disabled by KAFKATOOL_PURE=1"),
+        ({"KAFKATOOL_PURE": "yes", "KAFKATOOL_PURE_PYTHON": "1"}, "no, disabled by KAFKATOOL_PURE=yes"),  # the documented name first
+        ({"KAFKATOOL_PURE": "0", "KAFKATOOL_PURE_PYTHON": "1"}, "no, disabled by KAFKATOOL_PURE_PYTHON=1"),
+    ],
+)
+def test_version_names_the_switch_that_turned_the_accelerator_off(env, said) -> None:
+    """``KAFKATOOL_PURE=1`` is the switch (issue 10); ``KAFKATOOL_PURE_PYTHON=1``, its older name, still works."""
+    from kafkatool import __version__
+
+    result = _kafkatool("--version", env=_env(**env))
+    assert result.stdout.startswith(f"kafkatool {__version__} (compiled accelerator: {said}; Python "), result.stdout
+
+
+def test_pure_switch_at_zero_or_empty_leaves_the_accelerator_on() -> None:
+    from kafkatool.record import speedups
+
+    if not speedups.status()[0]:
+        pytest.skip("the C extension is not in use here")
+    result = _kafkatool("--version", env=_env(KAFKATOOL_PURE="0", KAFKATOOL_PURE_PYTHON=" "))
+    assert "(compiled accelerator: yes; Python " in result.stdout, result.stdout
+
+
 def test_version_says_why_when_the_extension_did_not_build() -> None:
     code = textwrap.dedent(
         """
@@ -209,7 +234,8 @@ def test_version_says_why_when_the_extension_did_not_build() -> None:
     assert "(compiled accelerator: no, not built (No module named 'kafkatool.record._speedups'); Python " in result.stdout
 
 
-def test_pure_python_switch_reaches_every_fast_path() -> None:
+@pytest.mark.parametrize("switch", ["KAFKATOOL_PURE", "KAFKATOOL_PURE_PYTHON"])
+def test_pure_python_switch_reaches_every_fast_path(switch) -> None:
     """Every module with a compiled path takes the pure-Python one under KAFKATOOL_PURE_PYTHON=1,
     and no module imports the extension but the loader."""
     probe = (
@@ -219,7 +245,7 @@ def test_pure_python_switch_reaches_every_fast_path() -> None:
         " getattr(c._crc32c, '__module__', None), 'kafkatool.record._speedups' in sys.modules)"
     )
     out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, env=_env(KAFKATOOL_PURE_PYTHON="1"),
+        [sys.executable, "-c", probe], cwd=REPO, env=_env(**{switch: "1"}),
         capture_output=True, text=True, timeout=60, check=True,
     ).stdout.split()
     assert out[:5] == ["None"] * 5

@@ -1,6 +1,6 @@
 """The suite in the configurations CI must cover besides the default one, each in a child pytest:
 
-- without the compiled extension (``KAFKATOOL_PURE_PYTHON=1``): the tests of every operation whose
+- without the compiled extension (``KAFKATOOL_PURE=1``): the tests of every operation whose
   hot loop has a C twin (the walk, the record decoder, the indexing loop, the CRC) pass on the
   pure-Python paths too, against the same independent expectations (golden files, kafka-python,
   real broker files). ``tests/test_verify.py`` already runs every check on both scan paths and
@@ -39,6 +39,7 @@ PURE_PYTHON_FILES = [
     "tests/test_truncate_hardening.py",
     "tests/test_real_fixtures.py",
     "tests/test_fuzz.py",
+    "tests/test_framing.py",
 ]
 #: Left out of the pure-Python run: the SIGKILL-at-every-step tests check the crash safety of the
 #: apply step (the same code on both paths) and take half a minute; the speed tests measure the
@@ -48,7 +49,7 @@ PURE_PYTHON_DESELECT = "not sigkill and not speed"
 
 def _env(*, ci: bool | None = None, **extra: str) -> dict[str, str]:
     """The environment for a child pytest; ``ci`` None keeps the parent's ``CI``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("KAFKATOOL_PURE_PYTHON", "PYTEST_ADDOPTS")}
+    env = {k: v for k, v in os.environ.items() if k not in (*speedups.ENV_VARS, "PYTEST_ADDOPTS")}
     if ci is False:
         env.pop("CI", None)
     elif ci:
@@ -78,10 +79,10 @@ def _tail(result: subprocess.CompletedProcess, lines: int = 40) -> str:
 @pytest.mark.skipif(not speedups.status()[0], reason="this run is pure Python already: nothing to compare")
 def test_the_operations_pass_without_the_extension() -> None:
     args = [*PURE_PYTHON_FILES, "-k", PURE_PYTHON_DESELECT]
-    result = _pytest(args, _env(KAFKATOOL_PURE_PYTHON="1"), quiet=False)
+    result = _pytest(args, _env(KAFKATOOL_PURE="1"), quiet=False)
     assert result.returncode == 0, f"pure-Python run failed:\n{_tail(result)}"
     # the child really ran without it: its header says so
-    assert "compiled extension: disabled by KAFKATOOL_PURE_PYTHON=1" in result.stdout, _tail(result)
+    assert "compiled extension: disabled by KAFKATOOL_PURE=1" in result.stdout, _tail(result)
 
 
 def test_the_pure_python_files_exist() -> None:
@@ -120,7 +121,7 @@ def test_ci_stops_when_the_real_files_are_missing(tmp_path: Path) -> None:
 
 def test_ci_accepts_a_pure_python_run_on_purpose() -> None:
     """The pure-Python run above also runs under CI: switching the extension off is not a failure."""
-    result = _pytest(["tests/test_layers.py"], _env(ci=True, KAFKATOOL_PURE_PYTHON="1"))
+    result = _pytest(["tests/test_layers.py"], _env(ci=True, KAFKATOOL_PURE="1"))
     assert result.returncode == 0 or "real broker files are missing" in result.stderr, _tail(result)
     assert "compiled extension kafkatool.record._speedups is not in use" not in result.stderr
 

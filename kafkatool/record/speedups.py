@@ -1,10 +1,10 @@
 """The optional compiled accelerator (``kafkatool.record._speedups``), loaded in one place.
 
 Every module that has a compiled fast path asks :func:`functions` for it instead of importing
-the extension itself, so one switch turns them all off: with ``KAFKATOOL_PURE_PYTHON=1`` in the
+the extension itself, so one switch turns them all off: with ``KAFKATOOL_PURE=1`` in the
 environment every module takes its pure-Python path, as on a machine where the extension did
-not build (how CI runs the differential tests without it). ``kafkatool --version`` reports
-:func:`status`.
+not build (how CI runs the differential tests without it). The older name
+``KAFKATOOL_PURE_PYTHON=1`` still works. ``kafkatool --version`` reports :func:`status`.
 """
 
 from __future__ import annotations
@@ -12,27 +12,35 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-__all__ = ["ENV_VAR", "load", "functions", "status"]
+__all__ = ["ENV_VAR", "ENV_VARS", "switched_off_by", "load", "functions", "status"]
 
 #: Set to a non-empty value other than ``0`` to ignore the compiled extension everywhere.
-ENV_VAR = "KAFKATOOL_PURE_PYTHON"
+ENV_VAR = "KAFKATOOL_PURE"
+#: Every name of the switch, the documented one first (``KAFKATOOL_PURE_PYTHON`` is its older name).
+ENV_VARS = (ENV_VAR, "KAFKATOOL_PURE_PYTHON")
 
 _UNSET = object()
 _module: object = _UNSET
 _reason = ""
 
 
-def _disabled() -> bool:
-    return os.environ.get(ENV_VAR, "").strip() not in ("", "0")
+def switched_off_by() -> str | None:
+    """The environment variable that switches the extension off now (``KAFKATOOL_PURE`` first),
+    or None: the process runs pure Python on purpose when this is not None."""
+    for name in ENV_VARS:
+        if os.environ.get(name, "").strip() not in ("", "0"):
+            return name
+    return None
 
 
 def load() -> ModuleType | None:
-    """The compiled module, or None when it is not built (or cannot load) or ``KAFKATOOL_PURE_PYTHON``
+    """The compiled module, or None when it is not built (or cannot load) or ``KAFKATOOL_PURE``
     is set. Decided once per process: later changes of the environment do not switch paths."""
     global _module, _reason
     if _module is _UNSET:
-        if _disabled():
-            _module, _reason = None, f"disabled by {ENV_VAR}={os.environ[ENV_VAR]}"
+        switch = switched_off_by()
+        if switch is not None:
+            _module, _reason = None, f"disabled by {switch}={os.environ[switch]}"
         else:
             try:
                 from kafkatool.record import _speedups  # type: ignore[attr-defined]
