@@ -562,3 +562,18 @@ def test_partition_end_offset_keeps_a_legacy_wrapper_that_straddles_it(real):
     p = Partition(d)
     for end in (1, 50, 51, everything[-1][0]):
         assert [rec(r) for r in p.records(end_offset=end)] == [r for r in everything if r[0] < end], end
+
+
+def test_a_missing_or_special_log_is_a_located_error_never_a_hang(tmp_path):
+    gone = Segment(0, str(tmp_path / seg(0, ".log")))
+    for call in (lambda: list(gone.batches()), lambda: list(gone.records()), lambda: gone.split(3),
+                 lambda: list(gone.batches(offset=5))):
+        with pytest.raises(KafkaToolError) as e:
+            call()
+        assert e.value.path == gone.log_path and "No such file or directory" in str(e.value)
+    os.mkfifo(tmp_path / seg(7, ".log"))
+    fifo = Segment.at(tmp_path / seg(7, ".log"))  # no writer: opening it to read would block
+    with pytest.raises(KafkaToolError, match="is a FIFO, not a regular file"):
+        list(fifo.batches())
+    with pytest.raises(KafkaToolError, match="is a FIFO, not a regular file"):
+        list(fifo.batches(timestamp=0))

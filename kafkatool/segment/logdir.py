@@ -26,11 +26,11 @@ import os
 import stat
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import BinaryIO, Callable, Generator, Iterable, Iterator
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import Batch, Record
-from kafkatool.record.layout import LOG_OVERHEAD, MAGIC_OFFSET, RECORD_OVERHEAD_V0
+from kafkatool.record.layout import LOG_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkatool.segment import files as names
 from kafkatool.segment.files import FileKind, PartitionDir
 from kafkatool.segment.walk import DEFAULT_MAX_BATCH_BYTES, SegmentWalker, WalkStop
@@ -52,6 +52,7 @@ __all__ = [
     "holds_segment_files",
     "iter_records",
     "list_dir",
+    "open_log",
 ]
 
 
@@ -139,7 +140,7 @@ class Entry:
     def base_offset(self) -> int | None:
         """The offset a segment, index or snapshot file is named after; None for other kinds."""
         if self.kind in SEGMENT_FILE_KINDS or self.kind is FileKind.PRODUCER_SNAPSHOT:
-            return int(self.name[:20])
+            return names.parse_base_offset(self.name)
         return None
 
     @property
@@ -299,10 +300,10 @@ class Segment:
         """
         if n < 1:
             raise ValueError(f"split into at least one range, not {n}")
-        size = self.size
-        if n == 1 or size == 0:
-            return [(0, size)]
         try:
+            size = self.size
+            if n == 1 or size == 0:
+                return [(0, size)]
             cuts = _split_points(self, size, [size * i // n for i in range(1, n)])
         except OSError as e:
             raise _read_error(e, self.log_path) from None
@@ -337,9 +338,9 @@ def segments_of(entries: Iterable[Entry]) -> list[Segment]:
         if not e.is_file:
             continue
         if e.kind is FileKind.LOG:
-            logs[int(e.name[:20])] = e.path
+            logs[names.parse_base_offset(e.name)] = e.path
         elif e.kind in _SIDE_FIELDS:
-            side.setdefault(int(e.name[:20]), {})[_SIDE_FIELDS[e.kind]] = e.path
+            side.setdefault(names.parse_base_offset(e.name), {})[_SIDE_FIELDS[e.kind]] = e.path
     return [Segment(base, logs[base], **side.get(base, {})) for base in sorted(logs)]
 
 
@@ -407,10 +408,8 @@ class BatchReader:
             start = yield from self._find(start)
             if start is None:
                 return
-        try:
-            walker = SegmentWalker(seg.log_path, start=start, end=self.end, max_batch_bytes=self._max_batch_bytes)
-        except OSError as e:
-            raise _read_error(e, seg.log_path) from None
+        f = open_log(seg.log_path)
+        walker = SegmentWalker(f, start=start, end=self.end, path=seg.log_path, max_batch_bytes=self._max_batch_bytes)
         try:
             # the window walk's own tuples, nothing added per batch
             for batch, self.data in walker:
@@ -418,19 +417,18 @@ class BatchReader:
         except OSError as e:
             raise _read_error(e, seg.log_path) from None
         finally:
-            self._ended(walker)
+            self._ended(walker, f)
         if walker.error is not None:
             raise walker.error
 
-    def _find(self, start: int) -> Iterator[Batch]:
+    def _find(self, start: int) -> Generator[Batch, None, int | None]:
         """The position of the first batch from ``start`` that holds ``offset`` or reaches
         ``timestamp``; None (the walk is over: nothing to yield) when there is none."""
         offset, timestamp = self.offset, self.timestamp
-        try:
-            walker = SegmentWalker(self.segment.log_path, start=start, end=self.end, window=_FIND_WINDOW,
-                                   max_batch_bytes=self._max_batch_bytes)
-        except OSError as e:
-            raise _read_error(e, self.segment.log_path) from None
+        path = self.segment.log_path
+        f = open_log(path)
+        walker = SegmentWalker(f, start=start, end=self.end, path=path, window=_FIND_WINDOW,
+                               max_batch_bytes=self._max_batch_bytes)
         try:
             for batch, _data in walker:
                 if timestamp is not None and batch.max_timestamp < timestamp:
@@ -439,20 +437,38 @@ class BatchReader:
                     continue
                 return batch.position
         except OSError as e:
-            raise _read_error(e, self.segment.log_path) from None
+            raise _read_error(e, path) from None
         finally:
-            walker.close()
-        self._ended(walker)
+            self._ended(walker, f)
         if walker.error is not None:
             raise walker.error
         return None
         yield  # a generator: _walk delegates to it
 
-    def _ended(self, walker: SegmentWalker) -> None:
+    def _ended(self, walker: SegmentWalker, f: BinaryIO) -> None:
         self.position = walker.position
         self.stop = walker.stop
         self.trailing_bytes = walker.trailing_bytes
-        walker.close()
+        f.close()
+
+
+def open_log(path: str) -> BinaryIO:
+    """``path`` opened for reading, unbuffered; a located :class:`KafkaToolError` when it cannot
+    be, or is not a regular file (a FIFO named like a segment would block a reader forever: it
+    is opened without blocking and refused)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise _read_error(e, path) from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise KafkaToolError(f"is a {entry_type_of(mode).value}, not a regular file: not read", path=path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _read_error(e: OSError, path: str) -> KafkaToolError:
@@ -593,7 +609,7 @@ def _batch_at(path: str, position: int) -> Batch | None:
     Reads that entry only (its size field first), whatever the walk's window.
     """
     try:
-        with open(path, "rb", buffering=0) as f:
+        with open_log(path) as f:
             head = os.pread(f.fileno(), LOG_OVERHEAD, position)
             if len(head) < LOG_OVERHEAD:
                 return None
@@ -673,7 +689,7 @@ def _split_points(seg: Segment, size: int, wanted: list[int]) -> list[int]:
     cuts: list[int] = []
     pos = 0  # a batch start
     buf, buf_start = b"", 0  # headers are read in blocks: small batches cost no read each
-    with open(seg.log_path, "rb", buffering=0) as f:
+    with open_log(seg.log_path) as f:
         fd = f.fileno()
         for want in wanted:
             i = bisect.bisect_right(positions, want) - 1
