@@ -19,6 +19,7 @@ from kafkatool.segment.files import (
     parse_checkpoint_name,
     parse_partition_dir,
     segment_file_name,
+    segment_order,
     sibling,
     split_temp_suffix,
 )
@@ -296,3 +297,36 @@ def test_real_log_dir_names_are_classified() -> None:
         28870,
         189,
     )
+
+
+def seg(offset: int, suffix: str) -> str:
+    return f"{offset:020d}{suffix}"
+
+
+# ----------------------------------------------------------------------------- segment order (dump and verify list a directory in it)
+
+
+def test_segment_order_puts_each_segments_files_together_by_offset():
+    names = [
+        "leader-epoch-checkpoint", seg(10, ".snapshot"), seg(10, ".index"), seg(2, ".timeindex"),
+        seg(10, ".log"), seg(2, ".log"), seg(2, ".txnindex"), seg(2, ".index"), "partition.metadata",
+    ]
+    assert sorted(names, key=segment_order) == [
+        seg(2, ".log"), seg(2, ".index"), seg(2, ".timeindex"), seg(2, ".txnindex"),
+        seg(10, ".log"), seg(10, ".index"), seg(10, ".snapshot"),
+        "leader-epoch-checkpoint", "partition.metadata",
+    ]
+    # dump lists the producer snapshots after every segment
+    assert sorted(names, key=lambda n: segment_order(n, snapshots_last=True))[4:7] == [
+        seg(10, ".log"), seg(10, ".index"), seg(10, ".snapshot"),
+    ]
+    assert sorted([seg(10, ".snapshot"), seg(12, ".log")], key=lambda n: segment_order(n, snapshots_last=True)) == [
+        seg(12, ".log"), seg(10, ".snapshot"),
+    ]
+
+
+def test_segment_order_kraft_snapshots_by_end_offset_and_odd_digits():
+    a, b = "00000000000000000100-0000000001.checkpoint", "00000000000000000007-0000000003.checkpoint"
+    assert sorted([a, "bootstrap.checkpoint", b], key=segment_order) == [b, a, "bootstrap.checkpoint"]
+    # a superscript two is a digit but not a decimal: it sorts with the other names, never crashes
+    assert segment_order("\u00b2.log")[0] == 2
