@@ -347,7 +347,32 @@ def segments_of(entries: Iterable[Entry]) -> list[Segment]:
 # ----------------------------------------------------------------------------- reading
 
 
-class BatchReader:
+class _Reader:
+    """An iterator that starts its walk on first use and can be closed early (its file too)."""
+
+    __slots__ = ("_iter",)
+
+    def __init__(self) -> None:
+        self._iter: Iterator[Batch] | None = None
+
+    def __iter__(self) -> Iterator[Batch]:
+        if self._iter is None:
+            self._iter = self._walk()
+        return self._iter
+
+    def __next__(self) -> Batch:
+        return next(iter(self))
+
+    def close(self) -> None:
+        """Stop the walk and close the file (done by itself at the end of the iteration)."""
+        if self._iter is not None:
+            self._iter.close()  # type: ignore[attr-defined]
+
+    def _walk(self) -> Iterator[Batch]:
+        raise NotImplementedError
+
+
+class BatchReader(_Reader):
     """An iterator over the batches of one segment (:meth:`Segment.batches`).
 
     After the iteration, :attr:`position` is where the walk stopped (the end of the last
@@ -359,10 +384,11 @@ class BatchReader:
     """
 
     __slots__ = ("segment", "start", "end", "offset", "timestamp", "position", "stop", "trailing_bytes", "data",
-                 "_walker", "_max_batch_bytes", "_iter")
+                 "_max_batch_bytes")
 
     def __init__(self, segment: Segment, start: int, end: int | None, offset: int | None, timestamp: int | None,
                  max_batch_bytes: int) -> None:
+        super().__init__()
         self.segment = segment
         self.start = start
         self.end = end
@@ -372,27 +398,12 @@ class BatchReader:
         self.stop: WalkStop | None = None
         self.trailing_bytes = 0
         self.data: memoryview | None = None
-        self._walker: SegmentWalker | None = None
         self._max_batch_bytes = max_batch_bytes
-        self._iter: Iterator[Batch] | None = None
-
-    def __iter__(self) -> Iterator[Batch]:
-        if self._iter is None:
-            self._iter = self._walk()
-        return self._iter
-
-    def __next__(self) -> Batch:
-        return next(iter(self))
 
     @property
     def path(self) -> str:
         """The ``.log`` being read."""
         return self.segment.log_path
-
-    def close(self) -> None:
-        """Close the file (done by itself at the end of the iteration)."""
-        if self._iter is not None:
-            self._iter.close()  # type: ignore[attr-defined]
 
     def _walk(self) -> Iterator[Batch]:
         seg = self.segment
@@ -477,32 +488,24 @@ def _read_error(e: OSError, path: str) -> KafkaToolError:
     return err
 
 
-class PartitionReader:
+class PartitionReader(_Reader):
     """An iterator over the batches of a partition's segments (:meth:`Partition.batches`).
 
     :attr:`reader` is the :class:`BatchReader` of the segment being read (its ``data`` the
     bytes of the batch just yielded, its ``segment`` where it is).
     """
 
-    __slots__ = ("partition", "start_offset", "start_time", "end_offset", "reader", "_max_batch_bytes", "_iter")
+    __slots__ = ("partition", "start_offset", "start_time", "end_offset", "reader", "_max_batch_bytes")
 
     def __init__(self, partition: "Partition", start_offset: int | None, start_time: int | None,
                  end_offset: int | None, max_batch_bytes: int) -> None:
+        super().__init__()
         self.partition = partition
         self.start_offset = start_offset
         self.start_time = start_time
         self.end_offset = end_offset
         self.reader: BatchReader | None = None
         self._max_batch_bytes = max_batch_bytes
-        self._iter: Iterator[Batch] | None = None
-
-    def __iter__(self) -> Iterator[Batch]:
-        if self._iter is None:
-            self._iter = self._walk()
-        return self._iter
-
-    def __next__(self) -> Batch:
-        return next(iter(self))
 
     @property
     def data(self) -> memoryview | None:
