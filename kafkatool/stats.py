@@ -284,6 +284,10 @@ def _problem(error: BaseException, file: str, kind: str | None = None) -> Proble
 class _Tally:
     """Running totals over one partition's batches. :meth:`add_segment` is the hot loop."""
 
+    __slots__ = ("opts", "batches", "batch_bytes", "records", "unopened", "first_offset", "last", "tmin", "inner_tmin",
+                 "tmax", "kinds", "controls", "crc_bad", "idempotent", "producers", "others", "others_saturated",
+                 "problems", "problems_dropped", "trailing")
+
     def __init__(self, opts: StatsOptions) -> None:
         self.opts = opts
         self.batches = 0
@@ -315,20 +319,19 @@ class _Tally:
     def add_segment(self, segment: Segment) -> None:
         """Count the batches of ``segment`` (in file order)."""
         path = segment.log_path
-        n = nbytes = records = 0
+        n = records = 0
         tmin, tmax = self.tmin, self.tmax
         kinds = self.kinds
         run_key, run_n = -1, 0
         # the producer whose batches are being read: its id, its table row, its batch and record counts
         pid_now, row, pid_batches, pid_records, pid_last = -1, None, 0, 0, None
-        last = None
+        first = last = None
         batches = segment.batches()
         reader = _EntryReader(path, batches)
         try:
             for b in batches:
-                (_pos, size, offset, magic, crc, attrs, _lod, first_ts, max_ts, pid, epoch, _seq, count, _ple, computed) = b
+                (_pos, _size, offset, magic, crc, attrs, _lod, first_ts, max_ts, pid, epoch, _seq, count, _ple, computed) = b
                 n += 1
-                nbytes += size
                 key = magic << 16 | attrs
                 if key == run_key:
                     run_n += 1
@@ -366,8 +369,10 @@ class _Tally:
                     tmin = low
                 if crc != computed:
                     self._crc(path, b)
-                if self.first_offset is None:
-                    self.first_offset = self._first_offset(reader, b)
+                if first is None:
+                    first = b
+                    if self.first_offset is None:
+                        self.first_offset = self._first_offset(reader, b)
                 last = b
         except KafkaToolError as e:
             self.problem(_problem(e, path))
@@ -381,7 +386,8 @@ class _Tally:
             if pid_batches:
                 self._producer_run(pid_now, row, pid_last, pid_batches, pid_records)
             self.batches += n
-            self.batch_bytes += nbytes
+            if last is not None:  # the walk is contiguous: its batches fill [first, last.end)
+                self.batch_bytes += last.end - first.position
             self.records += records
             self.tmin, self.tmax = tmin, tmax
             if last is not None:
