@@ -71,7 +71,36 @@ _EXPORTS = {
     "MissingDependencyError": "kafkatool.errors",
 }
 
-__all__ = ["__version__", *_EXPORTS]
+__all__ = [  # written out, not derived: static tools read it (a test checks it matches _EXPORTS)
+    "__version__",
+    "LogDir",
+    "Partition",
+    "Segment",
+    "Entry",
+    "EntryType",
+    "Target",
+    "BatchReader",
+    "PartitionReader",
+    "DirectoryError",
+    "expand",
+    "Batch",
+    "Record",
+    "RecordSpec",
+    "Codec",
+    "decode_batch_records",
+    "encode_batch",
+    "encode_record",
+    "encode_legacy",
+    "encode_message",
+    "KafkaToolError",
+    "CorruptRecordError",
+    "InvalidRecordError",
+    "CompressionError",
+    "CorruptIndexError",
+    "CheckpointError",
+    "FileNameError",
+    "MissingDependencyError",
+]
 
 
 def __getattr__(name: str) -> Any:

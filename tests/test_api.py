@@ -14,7 +14,6 @@ import os
 import re
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from kafka.record.memory_records import MemoryRecords
@@ -99,6 +98,10 @@ def test_every_exported_name_resolves_and_is_documented(name):
     assert value.__doc__ and value.__doc__.strip(), f"kafkatool.{name} has no docstring"
     assert value.__module__.startswith("kafkatool."), value.__module__
     assert name in dir(kafkatool)
+
+
+def test_all_lists_every_export():
+    assert kafkatool.__all__ == ["__version__", *vars(kafkatool)["_EXPORTS"]]
 
 
 def test_an_unknown_name_is_an_attribute_error():

@@ -26,7 +26,7 @@ import os
 import stat
 import struct
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Generator, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import Batch, Record
@@ -47,12 +47,14 @@ __all__ = [
     "SEGMENT_FILE_KINDS",
     "Target",
     "descend_all",
+    "entry_type_of",
     "descend_partition_named",
     "expand",
     "holds_segment_files",
     "iter_records",
     "list_dir",
     "open_log",
+    "segments_of",
 ]
 
 
@@ -253,8 +255,9 @@ class Segment:
         offset (the first whose last offset is at least ``offset``); ``timestamp`` at the first
         batch whose max timestamp is at least ``timestamp`` (Kafka's ``ListOffsets`` by time).
         Both look the start up in the ``.index``/``.timeindex`` as the broker does, and scan
-        from ``start`` instead when the index is missing, unreadable or points at no batch
-        holding the offset asked.
+        from ``start`` instead when an index is missing or unreadable, or the ``.index`` points
+        at no whole batch (CRC checked) holding the offset asked. A ``.timeindex`` entry is
+        trusted as the broker trusts it: one naming too late an offset starts the walk late.
 
         The walk stops at the end, at a short tail (a truncated last batch: not an error, see
         :attr:`BatchReader.trailing_bytes`), or raises the located
@@ -293,8 +296,8 @@ class Segment:
         The ranges are contiguous and cover ``[0, size)`` exactly (the last one holds any
         trailing bytes), so ``batches(start, end)`` over each, in order, gives every batch of
         ``batches()`` once. Each range is cut at the first batch start at or after an even
-        share of the bytes, found by walking the batch headers alone (12 bytes read per
-        batch) from the ``.index`` entry below it (checked to start a whole batch whose CRC
+        share of the bytes, found by walking the batch headers alone (their offset and size
+        fields, read in 16 KiB blocks) from the ``.index`` entry below it (checked to start a whole batch whose CRC
         holds), or from the start of the file without a usable index. Fewer than ``n``
         ranges come back when the segment holds fewer batches.
         """
@@ -416,9 +419,10 @@ class BatchReader(_Reader):
             # the batches before the one asked for (an index interval's worth, or a whole
             # segment without an index) are skipped with a small window: the walk that follows
             # starts at the batch found, and reads its 1 MiB window only from there
-            start = yield from self._find(start)
-            if start is None:
+            found = self._find(start)
+            if found is None:
                 return
+            start = found
         f = open_log(seg.log_path)
         walker = SegmentWalker(f, start=start, end=self.end, path=seg.log_path, max_batch_bytes=self._max_batch_bytes)
         try:
@@ -432,7 +436,7 @@ class BatchReader(_Reader):
         if walker.error is not None:
             raise walker.error
 
-    def _find(self, start: int) -> Generator[Batch, None, int | None]:
+    def _find(self, start: int) -> int | None:
         """The position of the first batch from ``start`` that holds ``offset`` or reaches
         ``timestamp``; None (the walk is over: nothing to yield) when there is none."""
         offset, timestamp = self.offset, self.timestamp
@@ -454,7 +458,6 @@ class BatchReader(_Reader):
         if walker.error is not None:
             raise walker.error
         return None
-        yield  # a generator: _walk delegates to it
 
     def _ended(self, walker: SegmentWalker, f: BinaryIO) -> None:
         self.position = walker.position
