@@ -548,3 +548,19 @@ def test_a_missing_or_special_log_is_a_located_error_never_a_hang(tmp_path):
         list(fifo.batches())
     with pytest.raises(KafkaToolError, match="is a FIFO, not a regular file"):
         list(fifo.batches(timestamp=0))
+
+
+def test_partition_records_match_aiokafka(real):
+    """A second independent reader (aiokafka's compiled one) over real broker files of every magic."""
+    from aiokafka.record.memory_records import MemoryRecords as AioRecords
+
+    for rel in ("xpxwo100__bullShit/tmp/kafka-logs/TEST-TOPIC-0", "asayers__kafkalite/tests/test-data/fs-data/hamlet-snappy-0",
+                "William0423__kafka/kafka-logs/__consumer_offsets-28", CLUSTER_METADATA):
+        d = real_fixture(rel)
+        mr, want = AioRecords((d / seg(0, ".log")).read_bytes()), []
+        while (b := mr.next_batch()) is not None:
+            if not b.is_control_batch:
+                want.extend((r.offset, -1 if r.timestamp is None else r.timestamp, r.key, r.value) for r in b)
+        assert [rec(r) for r in Partition(d).records()] == want, rel
+        middle = want[len(want) // 2][0]
+        assert [rec(r) for r in Partition(d).records(middle)] == [r for r in want if r[0] >= middle], rel
