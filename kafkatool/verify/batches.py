@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import Batch
-from kafkatool.record.layout import INT32_MAX
+from kafkatool.record.layout import (
+    CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, INT32_MAX, LEGACY, LEGACY_V1_TIMESTAMP, MAGIC_OFFSET, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2,
+)
 from kafkatool.verify.deep import check_records
 from kafkatool.verify.findings import Finding, FindingAdder, FindingKind
 from kafkatool.verify.options import VerifyOptions, throttle
@@ -203,6 +205,9 @@ class Scanner:
         rate = opts.max_rate if throttled else None
         deep = opts.deep
         epochs = part.epochs
+        # (attribute masks as locals: this loop runs once per batch of the pure-Python walk)
+        txn_or_control, codec_mask = TRANSACTIONAL_BIT | CONTROL_BIT, CODEC_MASK
+        log_append_or_horizon = TIMESTAMP_TYPE_BIT | DELETE_HORIZON_BIT
         try:
             for batch, data in walker:
                 (position, _size, first, magic, crc, attrs, lod, bts, mts, pid, pepoch, bseq, count, ple, computed) = batch
@@ -213,13 +218,13 @@ class Scanner:
                     not deep
                     and magic == 2
                     and crc == computed
-                    and not attrs & 0x30
-                    and attrs & 0x07 <= 4
+                    and not attrs & txn_or_control
+                    and attrs & codec_mask <= 4
                     and lod >= 0
                     and 0 <= count <= lod + 1
                     and bts >= -1
                     and mts >= -1
-                    and (attrs & 0x48 or count == 0 or mts >= bts)
+                    and (attrs & log_append_or_horizon or count == 0 or mts >= bts)
                     and pid >= -1
                     and pepoch >= -1
                     and bseq >= -1
@@ -290,37 +295,37 @@ def check_batch(
     add = FindingAdder(out, path, b, index)
 
     if magic > 2:
-        add(FindingKind.UNKNOWN_MAGIC, f"magic byte {magic} (Kafka parses it as v2; the CRC does not cover it)", "0, 1 or 2", magic, pos + 16, 1)
+        add(FindingKind.UNKNOWN_MAGIC, f"magic byte {magic} (Kafka parses it as v2; the CRC does not cover it)", "0, 1 or 2", magic, pos + MAGIC_OFFSET, 1)
     if b.crc != b.computed_crc:
         # expected = computed from the bytes, found = stored on disk (the convention of errors.py)
         add(FindingKind.CRC_MISMATCH, f"the batch's bytes do not match its CRC (stored crc {b.crc}, computed crc {b.computed_crc}; the batch spans {b.size} bytes)", b.computed_crc, b.crc)
         return  # the other fields cannot be trusted
-    codec = b.attributes & 0x07
+    codec = b.attributes & CODEC_MASK
     if codec > 4 or (codec == 4 and magic < 2):
-        add(FindingKind.UNKNOWN_CODEC, f"compression codec id {codec} is not valid with magic {magic}", "0-4 (zstd only with magic 2)", codec, pos + (22 if magic >= 2 else 17), 1)
+        add(FindingKind.UNKNOWN_CODEC, f"compression codec id {codec} is not valid with magic {magic}", "0-4 (zstd only with magic 2)", codec, pos + (V2.ATTRIBUTES + 1 if magic >= 2 else LEGACY.ATTRIBUTES), 1)
         return
     if magic >= 2:
         if b.count < 0 or b.count > b.last_offset_delta + 1:
-            add(FindingKind.OFFSET_DELTA_MISMATCH, f"count {b.count} with lastOffsetDelta {b.last_offset_delta}", f"0..{b.last_offset_delta + 1}", b.count, pos + 57, 4)
+            add(FindingKind.OFFSET_DELTA_MISMATCH, f"count {b.count} with lastOffsetDelta {b.last_offset_delta}", f"0..{b.last_offset_delta + 1}", b.count, pos + V2.RECORDS_COUNT, 4)
         if b.last_offset_delta < 0:
-            add(FindingKind.OFFSET_DELTA_MISMATCH, f"negative lastOffsetDelta {b.last_offset_delta}", ">= 0", b.last_offset_delta, pos + 23, 4)
+            add(FindingKind.OFFSET_DELTA_MISMATCH, f"negative lastOffsetDelta {b.last_offset_delta}", ">= 0", b.last_offset_delta, pos + V2.LAST_OFFSET_DELTA, 4)
         if b.base_timestamp < -1 or b.max_timestamp < -1:
-            add(FindingKind.TIMESTAMP_INVALID, f"timestamps below -1 (base {b.base_timestamp}, max {b.max_timestamp})", ">= -1", (b.base_timestamp, b.max_timestamp), pos + 27, 16)
+            add(FindingKind.TIMESTAMP_INVALID, f"timestamps below -1 (base {b.base_timestamp}, max {b.max_timestamp})", ">= -1", (b.base_timestamp, b.max_timestamp), pos + V2.BASE_TIMESTAMP, V2.PRODUCER_ID - V2.BASE_TIMESTAMP)
         elif (
-            not b.attributes & 0x08
+            not b.attributes & TIMESTAMP_TYPE_BIT
             and not b.has_delete_horizon
             and b.count > 0
             and b.max_timestamp < b.base_timestamp
         ):
-            add(FindingKind.TIMESTAMP_INVALID, f"CreateTime maxTimestamp {b.max_timestamp} below baseTimestamp {b.base_timestamp}", f">= {b.base_timestamp}", b.max_timestamp, pos + 35, 8)
+            add(FindingKind.TIMESTAMP_INVALID, f"CreateTime maxTimestamp {b.max_timestamp} below baseTimestamp {b.base_timestamp}", f">= {b.base_timestamp}", b.max_timestamp, pos + V2.MAX_TIMESTAMP, 8)
         pid, epoch, seq = b.producer_id, b.producer_epoch, b.base_sequence
         # (brokers write pid -1 with baseSequence 0, e.g. the group coordinator: not a finding)
         if pid < -1 or epoch < -1 or seq < -1 or (pid < 0 and b.is_transactional):
-            add(FindingKind.PRODUCER_FIELDS_INVALID, f"producerId {pid}, producerEpoch {epoch}, baseSequence {seq}, transactional {b.is_transactional}", "consistent producer fields", (pid, epoch, seq), pos + 43, 14)
+            add(FindingKind.PRODUCER_FIELDS_INVALID, f"producerId {pid}, producerEpoch {epoch}, baseSequence {seq}, transactional {b.is_transactional}", "consistent producer fields", (pid, epoch, seq), pos + V2.PRODUCER_ID, V2.RECORDS_COUNT - V2.PRODUCER_ID)
         if b.partition_leader_epoch >= 0 and b.partition_leader_epoch not in part.epochs:
             part.epochs[b.partition_leader_epoch] = first
     elif magic == 1 and b.max_timestamp < -1:
-        add(FindingKind.TIMESTAMP_INVALID, f"timestamp {b.max_timestamp} below -1", ">= -1", b.max_timestamp, pos + 18, 8)
+        add(FindingKind.TIMESTAMP_INVALID, f"timestamp {b.max_timestamp} below -1", ">= -1", b.max_timestamp, pos + LEGACY_V1_TIMESTAMP, 8)
     # offsets
     # (a v0/v1 wrapper's first offset needs its records; its entry offset is its last offset)
     if prev is not None and first <= prev and (magic >= 2 or not codec):
@@ -361,7 +366,7 @@ def check_batch(
                         facts.expected_aborts.append((b.producer_id, began, r.offset))
                     if not b.is_transactional:
                         # transaction markers live in transactional control batches (KRaft's do not)
-                        add(FindingKind.CONTROL_NOT_TRANSACTIONAL, f"a {'ABORT' if type_id == 0 else 'COMMIT'} marker in a control batch without the transactional flag", "attributes & 0x10", b.attributes, pos + 21, 2)
+                        add(FindingKind.CONTROL_NOT_TRANSACTIONAL, f"a {'ABORT' if type_id == 0 else 'COMMIT'} marker in a control batch without the transactional flag", "attributes & 0x10", b.attributes, pos + V2.ATTRIBUTES, 2)
                     # The producer state reads a marker batch's first marker only (Kafka writes
                     # one); more, a batch's writer could make millions of, and keeping them all
                     # would grow memory with the record count.

@@ -7,6 +7,7 @@ import os
 from typing import Iterator
 
 from kafkatool.errors import KafkaToolError
+from kafkatool.record.layout import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET, V2
 from kafkatool.segment import files as names
 from kafkatool.segment.walk import SegmentWalker, WalkStop
 from kafkatool.segment.zeros import zero_run_end
@@ -56,11 +57,11 @@ def verify_log(t: Target, opts: VerifyOptions, part: PartitionFacts, present: se
             scan.bad_regions.append((len(findings), scan.state.good))
             findings.append(Finding(path, pos, size - pos, FindingKind.TRAILING_ZEROS, f"{size - pos} zero bytes after the last batch (preallocated or never written)"))
             break
-        nxt = resync(path, max(pos + 1, zeros_end - 16), size)
+        nxt = resync(path, max(pos + 1, zeros_end - MAGIC_OFFSET), size)
         if nxt is None:
             scan.bad_regions.append((len(findings), scan.state.good))
-            if region_kind == FindingKind.PARTIAL_BATCH or size - pos <= 17:
-                kind = FindingKind.TRAILING_BYTES if size - pos <= 17 else FindingKind.PARTIAL_BATCH
+            if region_kind == FindingKind.PARTIAL_BATCH or size - pos <= HEADER_SIZE_UP_TO_MAGIC:
+                kind = FindingKind.TRAILING_BYTES if size - pos <= HEADER_SIZE_UP_TO_MAGIC else FindingKind.PARTIAL_BATCH
                 findings.append(Finding(path, pos, size - pos, kind, message))
             else:
                 findings.append(Finding(path, pos, size - pos, region_kind, message))
@@ -96,13 +97,13 @@ def _stop_reason(walker: SegmentWalker, path: str, pos: int, size: int) -> tuple
     if walker.stop is WalkStop.ERROR and walker.error is not None:
         err = walker.error
         # a negative magic is unknown_magic; any other entry the walk cannot frame is a bad size
-        if err.kind == FindingKind.UNKNOWN_MAGIC or _legacy_magic_text(err.message):
+        if err.kind == FindingKind.UNKNOWN_MAGIC:
             return FindingKind.UNKNOWN_MAGIC, err.message
         return FindingKind.INVALID_SIZE, err.message
-    header = _read(path, pos, 12)
-    if len(header) == 12:
-        declared = int.from_bytes(header[8:12], "big", signed=True)
-        return FindingKind.PARTIAL_BATCH, f"a batch of {declared + 12} bytes starts at {pos} but only {size - pos} bytes remain"
+    header = _read(path, pos, LOG_OVERHEAD)
+    if len(header) == LOG_OVERHEAD:
+        declared = int.from_bytes(header[V2.BATCH_LENGTH : LOG_OVERHEAD], "big", signed=True)
+        return FindingKind.PARTIAL_BATCH, f"a batch of {declared + LOG_OVERHEAD} bytes starts at {pos} but only {size - pos} bytes remain"
     return FindingKind.PARTIAL_BATCH, f"{size - pos} bytes at the end are too short for a batch header"
 
 
@@ -120,8 +121,3 @@ def _zero_run_end(path: str, start: int, end: int) -> int:
     finally:
         os.close(fd)
 
-
-def _legacy_magic_text(message: str) -> bool:
-    """TRANSITIONAL, to be removed: segment/walk.py raises "Invalid magic used in LegacyRecord"
-    without ``kind="unknown_magic"`` until the change in /tmp/h10/REQUESTS.md lands."""
-    return message.startswith("Invalid magic used in LegacyRecord")
