@@ -674,6 +674,13 @@ decode_records_part(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  *     rest of the module, and the build, need no -msse4.2.
  *   - everywhere else: portable slicing-by-8 tables.
  * Both work on the raw register (no pre/post inversion); the callers invert.
+ *
+ * Why its own CRC although the `crc32c` package is a dependency (issue 10 asked to drop it
+ * unless the package costs more than 5%): bench/bench_crc.py runs these loops with every CRC
+ * replaced by a call of crc32c.crc32c per batch. Measured 2026-11-25 (32 MiB segments, CPU
+ * seconds, best of 7), library / own: one-record batches 2.50x in verify's scan and 1.42x in
+ * walk_v2 (the call costs more than the CRC of a ~400-byte batch, and three batches cannot be
+ * interleaved through it); 16 KiB batches 1.11x in the scan, 0.85x in walk_v2. So it stays.
  */
 
 #define CRC32C_POLY 0x82F63B78u
