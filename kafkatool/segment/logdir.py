@@ -925,6 +925,17 @@ class Target:
     error: KafkaToolError | None = None
     parent: "Target | None" = field(default=None, repr=False)
     """The directory target this one was found in (None for a named path)."""
+    is_log_dir: bool = False
+    """A directory holding ``meta.properties``: every broker writes one in each log dir at start."""
+    holds_segments: bool = False
+    """A directory holding a segment file (:func:`holds_segment_files`)."""
+
+    @classmethod
+    def of_dir(cls, path: str, named: bool, entries: tuple[Entry, ...], parent: "Target | None" = None) -> "Target":
+        """The target of a directory listed (what it holds computed once, not per question)."""
+        return cls(path, named, EntryType.DIR, entries, None, parent,
+                   is_log_dir=any(e.name == names.META_PROPERTIES for e in entries),
+                   holds_segments=holds_segment_files(entries))
 
     @property
     def is_dir(self) -> bool:
@@ -938,16 +949,6 @@ class Target:
     def partition_dir(self) -> PartitionDir | None:
         """The name parsed as a partition dir's, or None."""
         return names.parse_partition_dir(self.name)
-
-    @property
-    def is_log_dir(self) -> bool:
-        """A directory holding ``meta.properties``: every broker writes one in each log dir at start."""
-        return self.entries is not None and any(e.name == names.META_PROPERTIES for e in self.entries)
-
-    @property
-    def holds_segments(self) -> bool:
-        """A directory holding a segment file (:func:`holds_segment_files`)."""
-        return self.entries is not None and holds_segment_files(self.entries)
 
     @property
     def depth(self) -> int:
@@ -1015,7 +1016,7 @@ def expand(paths: Iterable[str], *, descend: Descend = descend_all) -> list[Targ
         except DirectoryError as e:
             out.append(Target(path, named, EntryType.DIR, None, e, parent))
             return
-        t = Target(path, named, EntryType.DIR, entries, None, parent)
+        t = Target.of_dir(path, named, entries, parent)
         out.append(t)
         for e in entries:
             if e.is_dir and descend(t, e):
