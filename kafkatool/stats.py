@@ -33,16 +33,17 @@ from typing import Iterable, Iterator
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import Batch
-from kafkatool.record.compression import codec_name
+from kafkatool.record.compression import Codec, codec_name
 from kafkatool.record.control import ControlType, control_type_name, decode_control_key
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.record.records import batch_record_chunks
-from kafkatool.segment.logdir import BatchReader, EntryType, LogDir, Partition, Segment, expand
+from kafkatool.segment.logdir import BatchReader, Entry, EntryType, LogDir, Partition, Segment, Target, expand
 
 __all__ = [
     "CHECKPOINTS",
     "DEFAULT_MAX_PRODUCERS",
     "PRODUCER_COUNT_LIMIT",
+    "CheckpointCache",
     "CheckpointComparison",
     "CheckpointState",
     "PartitionStats",
@@ -229,8 +230,10 @@ def compare_checkpoint(name: str, entries: dict[tuple[str, int], int] | None, to
     return CheckpointComparison(name, offset, state)
 
 
-class _Checkpoints:
-    """The three offset checkpoints of each log dir, each read once for the whole run."""
+class CheckpointCache:
+    """The three offset checkpoints (:data:`CHECKPOINTS`) of each log dir, each read once for a
+    whole run; :meth:`compare` gives a partition's comparisons (a partition dir's log dir is its
+    parent directory)."""
 
     def __init__(self) -> None:
         self._dirs: dict[str, LogDir] = {}
@@ -255,6 +258,8 @@ class _Checkpoints:
         return got
 
     def compare(self, partition: Partition, log_end: int | None, problems: list[Problem]) -> tuple[CheckpointComparison, ...]:
+        """The log end against each checkpoint's entry for ``partition``; a checkpoint that
+        cannot be read adds its located problem to ``problems``."""
         topic, number = partition.topic, partition.partition
         if topic is None or number is None or partition.state in ("delete", "stray"):
             return tuple(CheckpointComparison(n, None, CheckpointState.NOT_COMPARED) for n in CHECKPOINTS)
@@ -272,7 +277,7 @@ class _Checkpoints:
 
 def _problem(error: BaseException, file: str, kind: str | None = None) -> Problem:
     if isinstance(error, KafkaToolError):
-        return Problem(error.path or file, error.position, error.message, kind or getattr(error, "kind", None) or "error")
+        return Problem(error.path or file, error.position, error.message, kind or error.kind or "error")
     if isinstance(error, OSError):
         return Problem(error.filename or file, None, error.strerror or str(error), kind or "unreadable")
     return Problem(file, None, str(error), kind or "error")
@@ -339,6 +344,8 @@ class _Tally:
                     if run_n:
                         kinds[run_key] = kinds.get(run_key, 0) + run_n
                     run_key, run_n = key, 1
+                    if attrs & CODEC_MASK > _LAST_CODEC:  # checked once per run of like batches
+                        self._unknown_codec(path, b)
                 if magic >= 2:
                     records += count
                     if attrs & CONTROL_BIT:
@@ -468,6 +475,12 @@ class _Tally:
             return b.offset
         return b.offset if record is None else record.offset
 
+    def _unknown_codec(self, path: str, b: Batch) -> None:
+        if not any(key & CODEC_MASK > _LAST_CODEC for key in self.kinds):
+            # CompressionType.forId fails on the batch (its header is counted all the same)
+            self.problem(Problem(path, b.position, f"Unknown compression type id: {b.attributes & CODEC_MASK}",
+                                 "unknown_codec"))
+
     def _crc(self, path: str, b: Batch) -> None:
         if not self.crc_bad:
             which = "CRC-32C" if b.magic >= 2 else "CRC-32"
@@ -485,7 +498,7 @@ class _Tally:
         for key, n in sorted(self.kinds.items()):
             magic, attrs = key >> 16, key & 0xFFFF
             magics[magic] = magics.get(magic, 0) + n
-            codec = codec_name(attrs & CODEC_MASK)
+            codec = codec_name(attrs & CODEC_MASK) if attrs & CODEC_MASK <= _LAST_CODEC else f"unknown({attrs & CODEC_MASK})"
             codecs[codec] = codecs.get(codec, 0) + n
             ts = "NoTimestampType" if magic == 0 else "LogAppendTime" if attrs & TIMESTAMP_TYPE_BIT else "CreateTime"
             ts_types[ts] = ts_types.get(ts, 0) + n
@@ -503,6 +516,7 @@ class _Tally:
 
 
 _NO_TIME = 1 << 63
+_LAST_CODEC = max(Codec)  # zstd (4): ids 5-7 name no codec
 _UNKNOWN_BASE = -1  # a segment file named alone whose name is not its base offset
 _NO_PRODUCER_RUN = -2  # below every producer id (-1: none): the next data batch starts a run
 
@@ -553,20 +567,21 @@ def segment_stats(segment: Segment, opts: StatsOptions = StatsOptions()) -> Part
     return _stats(segment.log_path, None, [segment], opts, None, None)
 
 
-def partition_stats(partition: Partition, opts: StatsOptions = StatsOptions(), *, _checkpoints: "_Checkpoints | None" = None) -> PartitionStats:
+def partition_stats(partition: Partition, opts: StatsOptions = StatsOptions(), *,
+                    checkpoints: CheckpointCache | None = None) -> PartitionStats:
     """The stats of one partition dir, its log end compared with its log dir's checkpoints (the
-    log dir is the partition dir's parent)."""
+    log dir is the partition dir's parent; ``checkpoints`` keeps them read across calls)."""
     problems: list[Problem] = []
     try:
         segments = partition.segments()
     except KafkaToolError as e:
         problems.append(_problem(e, partition.path, "unreadable"))
         segments = []
-    return _stats(partition.path, partition, segments, opts, _checkpoints or _Checkpoints(), problems)
+    return _stats(partition.path, partition, segments, opts, checkpoints or CheckpointCache(), problems)
 
 
 def _stats(path: str, partition: Partition | None, segments: list[Segment], opts: StatsOptions,
-           checkpoints: _Checkpoints | None, early: list[Problem] | None) -> PartitionStats:
+           checkpoints: CheckpointCache | None, early: list[Problem] | None) -> PartitionStats:
     tally = _Tally(opts)
     for p in early or ():
         tally.problem(p)
@@ -637,8 +652,8 @@ def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: S
     read once. ``run`` collects the named paths that hold nothing to count.
     """
     run = run if run is not None else StatsRun()
-    checkpoints = _Checkpoints()
-    targets = expand(list(paths))
+    checkpoints = CheckpointCache()
+    targets = expand(list(paths), descend=_descend)
     found: set[int] = set()  # ids of the named targets something was found in
     for t in targets:
         top = t
@@ -664,13 +679,31 @@ def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: S
                 found.add(id(top))
                 yield _unreadable(t.path, t.error)
             continue
-        if t.holds_segments or t.partition_dir is not None:
+        if _is_partition(t):
             found.add(id(top))
-            partition = t.partition()
-            yield partition_stats(partition, opts, _checkpoints=checkpoints)
+            yield partition_stats(t.partition(), opts, checkpoints=checkpoints)
+        elif _is_log_dir(t):
+            found.add(id(top))  # a log dir without partitions is Kafka all the same
     for t in targets:
         if t.named and id(t) not in found:
             run.nothing.append(t.path)
+
+
+def _is_log_dir(t: Target) -> bool:
+    """A directory holding ``meta.properties`` or a log dir's offset checkpoint (a log dir of a
+    broker too old to write ``meta.properties`` everywhere)."""
+    return t.is_log_dir or any(e.name in CHECKPOINTS for e in t.entries or ())
+
+
+def _is_partition(t: Target) -> bool:
+    """A directory holding segment files, or named ``<topic>-<partition>`` and not a log dir (a log
+    dir named ``data-1`` or ``kafka-logs-2``, as JBOD setups name them, is searched instead)."""
+    return t.holds_segments or (t.partition_dir is not None and not _is_log_dir(t))
+
+
+def _descend(target: Target, entry: Entry) -> bool:
+    """Search every subdirectory except below a partition dir; symbolic links are not followed."""
+    return not entry.is_symlink and not _is_partition(target)
 
 
 def _unreadable(path: str, error: KafkaToolError) -> PartitionStats:

@@ -387,6 +387,37 @@ def test_an_abort_marker_with_a_bumped_epoch_sets_the_producers_epoch(tmp_path: 
     assert s.control_types == {"ABORT": 1}
 
 
+def test_a_log_dir_named_like_a_partition_is_searched(built: Path, tmp_path: Path) -> None:
+    """JBOD log dirs are often named ``data-1``, ``kafka-logs-2``: a name Kafka would parse as a
+    partition's. A directory holding ``meta.properties`` or a log dir's checkpoint is a log dir."""
+    jbod = tmp_path / "data-1"
+    built.parent.rename(jbod)
+    write_checkpoint(jbod / "recovery-point-offset-checkpoint", ["audit 3 20"])
+    (s,) = st.iter_stats([str(tmp_path)])
+    assert (s.path, s.topic, s.batches, s.checkpoints[0].state) == (str(jbod / "audit-3"), "audit", 7, st.CheckpointState.EQUAL)
+    empty = tmp_path / "kafka-logs-2"
+    empty.mkdir()
+    (empty / "meta.properties").write_text("version=1\nbroker.id=2\n")
+    run_ = st.StatsRun()
+    assert list(st.iter_stats([str(empty)], run=run_)) == [] and run_.nothing == []
+    r = run(str(empty))
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+
+
+def test_an_unknown_codec_is_counted_and_located(tmp_path: Path) -> None:
+    part = tmp_path / "codec-0"
+    part.mkdir()
+    first = v2_batch(0, [1000])
+    odd = bytearray(v2_batch(1, [1001, 1002]))
+    odd[22] |= 0x05  # codec id 5 in the attributes' low byte (§4.1): no codec has it
+    odd = with_crc(bytes(odd[:17]), bytes(odd[21:]))
+    (part / "00000000000000000000.log").write_bytes(first + odd)
+    s = stats_of(part)
+    assert s.codecs == {"none": 1, "unknown(5)": 1} and s.records == 3
+    (p,) = s.problems
+    assert (p.position, p.kind, p.message) == (len(first), "unknown_codec", "Unknown compression type id: 5")
+
+
 # --------------------------------------------------------------------------- bad input
 
 
