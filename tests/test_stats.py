@@ -471,6 +471,50 @@ def test_a_lone_segment_file(built: Path) -> None:
     assert obj["type"] == "segment" and obj["file"].endswith("00000000000000000009.log")
 
 
+def test_every_prefix_and_garbage_give_stats_never_an_exception(tmp_path: Path) -> None:
+    """h11's habit: the whole input, every prefix of it, and garbage. A prefix is a tail (the
+    whole batches before it counted); garbage is a located problem."""
+    import random
+
+    part = tmp_path / "cut-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    batches = [v2_batch(0, [1000, 1001], codec=1), control_batch(2, 30, 0, 1, 1100), v1_wrapper(5, [1200, 1201, 1202]),
+               v1_message(6, 1300)]
+    data = b"".join(batches)
+    ends = [sum(map(len, batches[:i + 1])) for i in range(len(batches))]
+    for n in range(len(data) + 1):
+        log.write_bytes(data[:n])
+        for deep in (False, True):
+            s = stats_of(part, deep=deep)
+            whole = sum(1 for e in ends if e <= n)
+            assert (s.batches, s.batch_bytes, s.trailing_bytes) == (whole, ends[whole - 1] if whole else 0, n - (ends[whole - 1] if whole else 0))
+            assert s.problems == (), (n, s.problems)
+    rng = random.Random(10)
+    for _ in range(200):
+        garbage = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
+        log.write_bytes(data[: rng.choice(ends)] + garbage)
+        s = stats_of(part, deep=True)  # any outcome but an exception
+        assert all(p.file == str(log) for p in s.problems)
+
+
+def test_a_marker_or_a_wrapper_that_does_not_decode_is_a_problem(tmp_path: Path) -> None:
+    part = tmp_path / "undecodable-0"
+    part.mkdir()
+    marker = control_batch(0, 30, 0, 1, 1100)
+    bad_marker = with_crc(marker[:17], marker[21:-12] + b"\x7f" * 12)  # the record's bytes garbled, the CRC right
+    wrapper = bytearray(v1_wrapper(3, [1200, 1201, 1202]))
+    wrapper[40:60] = b"\xff" * 20  # inside the gzip stream
+    struct.pack_into(">I", wrapper, 12, zlib.crc32(wrapper[16:]))
+    (part / "00000000000000000000.log").write_bytes(bad_marker + bytes(wrapper))
+    s = stats_of(part, deep=True)
+    assert s.control_types == {"UNREADABLE": 1} and s.unopened_wrappers == 1 and s.batches == 2
+    marker_problem, wrapper_problem = s.problems
+    assert 0 < marker_problem.position < len(bad_marker)  # located in the marker's record
+    assert len(bad_marker) <= wrapper_problem.position < len(bad_marker) + len(wrapper)
+    assert all(p.file == str(part / "00000000000000000000.log") for p in s.problems)
+
+
 # --------------------------------------------------------------------------- the command
 
 
