@@ -6,6 +6,7 @@ from typing import Iterable
 
 from kafkatool.record.batch import Batch, Record
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
+from kafkatool.record.layout import CODEC_MASK
 from kafkatool.record.legacy import iter_legacy_record_chunks, iter_legacy_records
 from kafkatool.record.v2 import CHUNK_RECORDS, iter_batch_record_chunks, iter_batch_records
 
@@ -41,7 +42,7 @@ def batch_record_chunks(
     on the hot path of a deep dump).
     """
     if batch.magic >= 2:
-        if not batch.attributes & 0x07 and batch.count <= CHUNK_RECORDS:
+        if not batch.attributes & CODEC_MASK and batch.count <= CHUNK_RECORDS:
             return (iter_batch_records(batch, data, max_decompressed=max_decompressed),)
         return iter_batch_record_chunks(batch, data, max_decompressed=max_decompressed)
     return iter_legacy_record_chunks(batch, data, max_decompressed=max_decompressed)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, NamedTuple, Sequence, TypeVar, overload
 
 from kafkatool.errors import CorruptIndexError
+from kafkatool.record.layout import INT32_MAX
 from kafkatool.segment.files import parse_base_offset
 
 __all__ = [
@@ -61,7 +62,6 @@ TIME_ENTRY_SIZE = TIME_ENTRY.size  # 12, TimeIndex.ENTRY_SIZE
 DEFAULT_MAX_INDEX_SIZE = 10485760  # segment.index.bytes (§8.2)
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes (§8.3)
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP (§1)
-_INT32_MAX = 2147483647
 
 # slots of the state list shared with the compiled indexing loop (_speedups.index_v2)
 (
@@ -485,7 +485,7 @@ class IndexBuilder:
 
     def _relative(self, offset: int) -> int:
         rel = offset - self.base_offset
-        if rel < 0 or rel > _INT32_MAX:
+        if rel < 0 or rel > INT32_MAX:
             # IndexOffsetOverflowException
             where = f" ({self.path})" if self.path else ""
             raise IndexAppendError(f"Integer overflow for offset: {offset}{where}")
@@ -500,10 +500,10 @@ class IndexBuilder:
                 f"Attempt to append an offset {offset} to position {self._offset_entries} no larger than "
                 f"the last offset appended ({self._last_offset}){self._where('offset index')}"
             )
-        if position > _INT32_MAX:
+        if position > INT32_MAX:
             # A segment is at most 2^31-1 bytes (§3); the position field is an int32.
             raise IndexAppendError(
-                "index position does not fit an int32", expected=f"<= {_INT32_MAX}", found=position
+                "index position does not fit an int32", expected=f"<= {INT32_MAX}", found=position
             )
         self._offset += OFFSET_ENTRY.pack(self._relative(offset), position)
         self._offset_entries += 1
@@ -563,12 +563,12 @@ class IndexBuilder:
             )
         # ensureOffsetInRange(batch.lastOffset): LogSegmentOffsetOverflowException
         rel = last_offset - self.base_offset
-        if rel < 0 or rel > _INT32_MAX:
+        if rel < 0 or rel > INT32_MAX:
             raise IndexAppendError(
                 f"Detected offset overflow at offset {last_offset} in segment with base offset "
                 f"{self.base_offset}",
                 position=position,
-                expected=f"an offset in [{self.base_offset}, {self.base_offset + _INT32_MAX}]",
+                expected=f"an offset in [{self.base_offset}, {self.base_offset + INT32_MAX}]",
                 found=last_offset,
             )
         # The max timestamp comes from the batch header; update it before indexing.

@@ -17,6 +17,7 @@ from typing import Iterable, NamedTuple
 
 from kafkatool.errors import CorruptSnapshotError
 from kafkatool.record.crc import crc32c
+from kafkatool.record.layout import INT32_MAX
 
 __all__ = [
     "ProducerSnapshotEntry",
@@ -51,7 +52,6 @@ CRC_OFFSET = 2
 ENTRIES_OFFSET = 6  # PRODUCER_ENTRIES_OFFSET: where the CRC starts
 HEADER_SIZE = SNAPSHOT_HEADER.size  # 10
 ENTRY_SIZE = SNAPSHOT_ENTRY.size  # 46
-_INT32_MAX = 2147483647
 _PREFIX = "Snapshot failed schema validation: "
 
 
@@ -76,7 +76,7 @@ class ProducerSnapshotEntry(NamedTuple):
     def first_sequence(self) -> int:
         """``BatchMetadata.firstSeq``: lastSeq - offsetDelta, wrapping below 0 to Int.MAX (§10)."""
         if self.last_sequence < self.offset_delta:
-            return _INT32_MAX - (self.offset_delta - self.last_sequence) + 1
+            return INT32_MAX - (self.offset_delta - self.last_sequence) + 1
         return self.last_sequence - self.offset_delta
 
     @property
