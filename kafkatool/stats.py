@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from kafkatool.errors import KafkaToolError
-from kafkatool.record.batch import Batch
+from kafkatool.record.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, TIMESTAMP_TYPE_NAMES, Batch
 from kafkatool.record.compression import Codec, codec_name
 from kafkatool.record.control import ControlType, control_type_name, decode_control_key
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
@@ -491,23 +491,31 @@ class _Tally:
     # ---- the result
 
     def kind_counts(self) -> tuple[dict[int, int], dict[str, int], dict[str, int], int, int]:
+        """Batches per magic, per codec name and per timestamp type (each in id order), and the
+        transactional and control batch counts, from the counts per (magic, attributes)."""
         magics: dict[int, int] = {}
-        codecs: dict[str, int] = {}
-        ts_types: dict[str, int] = {}
+        codecs: dict[int, int] = {}
+        ts_types: dict[int, int] = {}
         transactional = control = 0
-        for key, n in sorted(self.kinds.items()):
+        for key, n in self.kinds.items():
             magic, attrs = key >> 16, key & 0xFFFF
             magics[magic] = magics.get(magic, 0) + n
-            codec = codec_name(attrs & CODEC_MASK) if attrs & CODEC_MASK <= _LAST_CODEC else f"unknown({attrs & CODEC_MASK})"
+            codec = attrs & CODEC_MASK
             codecs[codec] = codecs.get(codec, 0) + n
-            ts = "NoTimestampType" if magic == 0 else "LogAppendTime" if attrs & TIMESTAMP_TYPE_BIT else "CreateTime"
+            ts = NO_TIMESTAMP_TYPE if magic == 0 else LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_BIT else CREATE_TIME
             ts_types[ts] = ts_types.get(ts, 0) + n
             if magic >= 2:
                 if attrs & TRANSACTIONAL_BIT:
                     transactional += n
                 if attrs & CONTROL_BIT:
                     control += n
-        return magics, codecs, ts_types, transactional, control
+        return (
+            dict(sorted(magics.items())),
+            {_codec_label(c): n for c, n in sorted(codecs.items())},
+            {TIMESTAMP_TYPE_NAMES[t]: n for t, n in sorted(ts_types.items())},
+            transactional,
+            control,
+        )
 
     def producer_table(self) -> tuple[tuple[ProducerStats, ...], int, bool]:
         listed = tuple(ProducerStats(pid, *row) for pid, row in self.producers.items())
@@ -516,6 +524,12 @@ class _Tally:
 
 
 _NO_TIME = 1 << 63
+
+
+def _codec_label(codec: int) -> str:
+    """``none``, ``gzip`` ...; ``unknown(5)`` for an id no codec has."""
+    return codec_name(codec) if codec <= _LAST_CODEC else f"unknown({codec})"
+
 _LAST_CODEC = max(Codec)  # zstd (4): ids 5-7 name no codec
 _UNKNOWN_BASE = -1  # a segment file named alone whose name is not its base offset
 _NO_PRODUCER_RUN = -2  # below every producer id (-1: none): the next data batch starts a run

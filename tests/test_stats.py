@@ -541,6 +541,8 @@ def test_jsonl_names_and_summary(built: Path) -> None:
         "crcMismatches", "idempotentBatches", "producers", "checkpoints", "problems"]
     assert first["partitionDir"] == str(built)
     assert first["magics"] == {"1": 2, "2": 5}
+    assert list(first["codecs"].items()) == [("none", 5), ("gzip", 2)]  # in codec id order
+    assert list(first["timestampTypes"].items()) == [("CreateTime", 6), ("LogAppendTime", 1)]
     assert first["producers"]["listed"][0] == {"producerId": 10, "producerEpoch": 1, "lastSequence": 4, "lastOffset": 6,
                                                "batches": 2, "records": 5}
     assert first["checkpoints"] == {"recoveryPoint": {"offset": 20, "logEnd": "equal"},

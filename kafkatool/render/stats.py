@@ -246,13 +246,13 @@ def render_table(console, stats: Iterable[PartitionStats]) -> None:
     from rich.text import Text
 
     t = Table(title="Partitions", title_justify="left")
-    for col, just in (("partition", "left"), ("offsets", "right"), ("batches", "right"), ("records", "right"),
+    for col, just in (("partition dir", "left"), ("offsets", "right"), ("batches", "right"), ("records", "right"),
                       ("bytes", "right"), ("time (UTC)", "left"), ("magics / codecs", "left"),
                       ("txn / control", "left"), ("producers", "left"), ("log end vs checkpoints", "left"),
                       ("problems", "left")):
         t.add_column(col, justify=just, overflow="fold")
     for s in stats:
-        name = s.path if s.topic is None else f"{s.topic}-{s.partition}" + (f" ({s.state})" if s.state else "")
+        name = s.path  # as verify's table names files: two log dirs may hold the same partition
         offsets = "-" if s.first_offset is None else f"{s.first_offset}..{s.last_offset}"
         if s.log_end is not None:
             offsets += f"\nend {s.log_end}"
