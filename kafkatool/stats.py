@@ -34,9 +34,7 @@ from typing import Iterable, Iterator
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, TIMESTAMP_TYPE_NAMES, Batch
 from kafkatool.record.compression import Codec, codec_name
-from kafkatool.record.control import ControlType, control_type_name, decode_control_key
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
-from kafkatool.record.records import batch_record_chunks
 from kafkatool.segment.logdir import BatchReader, Entry, EntryType, LogDir, Partition, Segment, Target, expand
 
 __all__ = [
@@ -434,6 +432,8 @@ class _Tally:
                 row[0] = b.producer_epoch
                 row[3] += 1
                 row[4] += b.count
+        from kafkatool.record.control import control_type_name, decode_control_key
+
         try:
             record = reader.first_record(b)
             name = "EMPTY" if record is None else control_type_name(decode_control_key(record.key)[1])
@@ -451,7 +451,7 @@ class _Tally:
             return 0
         n, low = 0, self.inner_tmin
         try:
-            for chunk in batch_record_chunks(b, reader.read(b)):
+            for chunk in reader.record_chunks(b):
                 n += len(chunk)
                 for r in chunk:
                     if 0 <= r.timestamp < low:
@@ -563,9 +563,17 @@ class _EntryReader:
 
     def first_record(self, b: Batch):
         """The first record of a batch (None when it has none): one chunk decoded, not the whole batch."""
-        for chunk in batch_record_chunks(b, self.read(b)):
+        for chunk in self.record_chunks(b):
             return chunk[0] if chunk else None
         return None
+
+    def record_chunks(self, b: Batch):
+        """The records of a batch in lists of at most a few thousand (memory flat)."""
+        # the record decoders are imported for the first batch that needs them: a log of plain
+        # v2 batches never does
+        from kafkatool.record.records import batch_record_chunks
+
+        return batch_record_chunks(b, self.read(b))
 
     def close(self) -> None:
         if self._fd is not None:
