@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import contextmanager
 
 import click
 
@@ -50,12 +51,14 @@ def stats(paths, fmt, deep, max_producers, quiet) -> None:
     run = StatsRun()
     started = time.monotonic()
     results = []
-    for s in iter_stats(paths, opts, run):
-        results.append(s)
-        if fmt == "jsonl":
-            out.write(render.dumps(render.partition_object(s)) + "\n")
-        elif fmt == "text":
-            out.write(("\n" if len(results) > 1 else "") + render.partition_text(s))
+    with _progress(fmt == "table" and not quiet and sys.stderr.isatty()) as advance:
+        for s in iter_stats(paths, opts, run):
+            results.append(s)
+            advance(s)
+            if fmt == "jsonl":
+                out.write(render.dumps(render.partition_object(s)) + "\n")
+            elif fmt == "text":
+                out.write(("\n" if len(results) > 1 else "") + render.partition_text(s))
     if run.not_segments or run.nothing:
         out.flush()
         for p in run.not_segments:
@@ -75,3 +78,30 @@ def stats(paths, fmt, deep, max_producers, quiet) -> None:
     if not quiet:
         sys.stderr.write(render.summary_line(results, seconds) + "\n")
     sys.exit(ExitCode.FINDINGS if any(s.problems for s in results) else ExitCode.OK)
+
+
+@contextmanager
+def _progress(shown: bool):
+    """Partitions and bytes read so far, on standard error while a table is being gathered at a
+    terminal (text and JSON Lines print each partition as it is read). Yields ``advance(stats)``."""
+    if not shown:
+        yield lambda stats: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("stats: {task.fields[n]} partitions, {task.fields[mb]:.1f} MB"),
+                        console=Console(stderr=True, highlight=False, markup=False), transient=True)
+    task = progress.add_task("stats", total=None, n=0, mb=0.0)
+    done = {"n": 0, "bytes": 0}
+
+    def advance(stats) -> None:
+        done["n"] += 1
+        done["bytes"] += stats.bytes
+        progress.update(task, n=done["n"], mb=done["bytes"] / 1e6)
+
+    progress.start()
+    try:
+        yield advance
+    finally:
+        progress.stop()
