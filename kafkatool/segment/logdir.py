@@ -533,9 +533,14 @@ class PartitionReader(_Reader):
             self.reader = reader = seg.batches(offset=offset, timestamp=timestamp,
                                                max_batch_bytes=self._max_batch_bytes)
             if end_offset is None:
-                for batch in reader:
-                    yield batch
+                it = iter(reader)
+                if offset is not None or timestamp is not None:
+                    first = next(it, None)
+                    if first is None:
+                        continue  # not in this segment: look it up in the next
+                    yield first
                     offset = timestamp = None  # found: every later batch follows, whatever its offset or time
+                yield from it
                 continue
             for batch in reader:
                 # a v2 batch's first offset is in its header; a legacy entry names only its last
