@@ -99,7 +99,4 @@ class _LazyCommands(MutableMapping):
         return len(self._specs)
 
 
-#: Commands registered here until they join :data:`~kafkatool.cli.main.COMMANDS`.
-_MORE_COMMANDS = {"stats": "kafkatool.cli.stats:stats"}
-
-cli.commands = _LazyCommands({**COMMANDS, **_MORE_COMMANDS})
+cli.commands = _LazyCommands(COMMANDS)
