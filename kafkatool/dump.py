@@ -20,6 +20,7 @@ from typing import Iterator, NamedTuple
 from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import Batch, Record
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
+from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, INT32_MAX, LEGACY, V2
 from kafkatool.record.control import (
     ControlType,
     decode_control_key,
@@ -37,7 +38,7 @@ from kafkatool.segment.walk import SegmentWalker, WalkStop
 __all__ = ["DumpOptions", "iter_dump", "normalize_display_path"]
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
-DEFAULT_MAX_BYTES = 2147483647
+DEFAULT_MAX_BYTES = INT32_MAX
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,12 +484,16 @@ def _log_second_line(name: str) -> str:
 _CHUNK = 1024
 
 
+_LAST_CODEC = 4  # zstd: codec ids 5-7 fail CompressionType.forId (§17 B.23)
+
+
 def _unknown_codec(batch: Batch, display: str) -> InvalidRecordError:
-    # CompressionType.forId fails as soon as the codec is queried (§17 B.23).
+    # CompressionType.forId fails as soon as the codec is queried (§17 B.23); the position
+    # is the attributes byte that holds the codec bits (the low byte of v2's int16).
     return InvalidRecordError(
-        f"Unknown compression type id: {batch.attributes & 0x07}",
+        f"Unknown compression type id: {batch.codec}",
         path=display,
-        position=batch.position + (22 if batch.magic >= 2 else 17),
+        position=batch.position + (V2.ATTRIBUTES + 1 if batch.magic >= 2 else LEGACY.ATTRIBUTES),
     )
 
 
@@ -525,7 +530,7 @@ def _legacy_verdict(batch: Batch, data, opts: DumpOptions, *, decode: bool) -> s
     so, eo, st, et = opts.start_offset, opts.end_offset, opts.start_time, opts.end_time
     offset = batch.offset
     ts = batch.max_timestamp
-    if not batch.attributes & 0x07:
+    if not batch.attributes & CODEC_MASK:
         if eo is not None and offset > eo:
             return _STOP
         if (so is not None and offset < so) or (st is not None and ts < st) or (et is not None and ts > et):
@@ -613,7 +618,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
             # per-batch cost is the walk and one formatted line (PERF.md lesson 3).
             chunk: list[Batch] = []
             for batch, _data in walker:
-                if batch[5] & 0x07 > 4:
+                if batch.attributes & CODEC_MASK > _LAST_CODEC:
                     if chunk:
                         yield Batches(display, chunk)
                     raise _unknown_codec(batch, display)
@@ -631,7 +636,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
             passed_end = False  # a legacy entry at or past --end-offset was seen: the next one is after it
             for batch, data in walker:
                 attrs = batch.attributes
-                if attrs & 0x07 > 4:
+                if attrs & CODEC_MASK > _LAST_CODEC:
                     yield from _flush(pending)
                     raise _unknown_codec(batch, display)
                 magic = batch.magic
@@ -654,7 +659,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                             break
                         if verdict is _SKIP:
                             continue
-                base_offset = batch.offset if magic >= 2 or not attrs & 0x07 else None
+                base_offset = batch.offset if magic >= 2 or not attrs & CODEC_MASK else None
                 if not deep:
                     pending.append(BatchItem(display, batch, None, None, base_offset))
                     if len(pending) >= 64:
@@ -676,7 +681,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                 first_inner = None
                 try:
                     for records in batch_record_chunks(batch, data, max_decompressed=max_dec):
-                        controls = _decode_controls(records) if want_controls and attrs & 0x20 and magic >= 2 else None
+                        controls = _decode_controls(records) if want_controls and attrs & CONTROL_BIT and magic >= 2 else None
                         if filtering:
                             if first_inner is None and records and magic < 2:
                                 first_inner = records[0].offset

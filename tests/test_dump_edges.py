@@ -179,6 +179,19 @@ def test_b23_unknown_codec(run, seg):
     assert r.code == 1 and ":22: Unknown compression type id: 5" in r.err
 
 
+@pytest.mark.parametrize("deep", [False, True])
+def test_b23_unknown_codec_legacy_names_the_attributes_byte(run, seg, deep):
+    # A v1 message built by hand (§5.1): offset 7, size 22, CRC-32 from the magic, magic 1,
+    # attributes 6 (codec id 6), timestamp, null key, null value. The attributes sit at
+    # 8 (offset) + 4 (size) + 4 (crc) + 1 (magic) = byte 17.
+    import zlib
+
+    body = struct.pack(">bbqii", 1, 6, T0, -1, -1)
+    entry = struct.pack(">qiI", 7, 4 + len(body), zlib.crc32(body)) + body
+    r = run("dump", *(["--deep-iteration"] if deep else []), str(seg(entry)))
+    assert r.code == 1 and ":17: Unknown compression type id: 6" in r.err
+
+
 def test_empty_key_prints_two_spaces(run, seg):
     r = run("dump", "--print-data-log", str(seg(encode_batch([RecordSpec(0, T0, b"", b"v")]))))
     assert r.lines[3].endswith("headerKeys: [] key:  payload: v")

@@ -12,6 +12,7 @@ import sys
 import click
 
 from kafkatool.cli.main import ExitCode
+from kafkatool.record.layout import INT32_MAX
 
 _STRING_DECODER_CLASSES = {
     "org.apache.kafka.tools.api.StringDecoder",
@@ -110,8 +111,8 @@ _OFFSET = click.IntRange(0, _INT64_MAX)
 @click.option("--deep-iteration", is_flag=True, help="Use deep instead of shallow iteration: one line per record under its batch.")
 @click.option("--verify-index-only", is_flag=True, help="Verify index files without printing their entries.")
 @click.option("--index-sanity-check", is_flag=True, help="Only run Kafka's index sanity check on .index/.timeindex files.")
-@click.option("--max-message-size", type=click.IntRange(1, 2147483647), default=5242880, show_default=True, help="Size of the largest message: the slice read at each .index position (1 to 2147483647).")
-@click.option("--max-bytes", type=int, default=2147483647, show_default=True, help="Limit the amount of total batches read in bytes from each .log file.")
+@click.option("--max-message-size", type=click.IntRange(1, INT32_MAX), default=5242880, show_default=True, help=f"Size of the largest message: the slice read at each .index position (1 to {INT32_MAX}).")
+@click.option("--max-bytes", type=int, default=INT32_MAX, show_default=True, help="Limit the amount of total batches read in bytes from each .log file.")
 @click.option("--skip-record-metadata", is_flag=True, help="Do not print the metadata of each record (only key and payload).")
 @click.option("--key-decoder", type=click.Choice(["string", "hex", "base64", "json"]), default=None, help="How to print keys (default string, Kafka's StringDecoder); implies --print-data-log.")
 @click.option("--value-decoder", type=click.Choice(["string", "hex", "base64", "json"]), default=None, help="How to print payloads (default string); json falls back to 'base64:' + base64; implies --print-data-log.")

@@ -7,7 +7,6 @@ import json
 
 from kafkatool import dump as d
 from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record
-from kafkatool.record.compression import codec_name
 from kafkatool.record.control import control_type_name
 
 __all__ = ["JsonlRenderer", "batch_object", "record_object", "item_object"]
@@ -28,11 +27,11 @@ def batch_object(path: str, b: Batch, base_offset: int | None) -> dict:
         "position": b.position,
         "size": b.size,
         # a legacy wrapper's baseOffset is its first inner offset: known only once decompressed
-        "baseOffset": base_offset if base_offset is not None else (b.offset if b.magic >= 2 or not b.attributes & 7 else None),
+        "baseOffset": base_offset if base_offset is not None else (b.offset if b.magic >= 2 or not b.codec else None),
         "lastOffset": b.last_offset,
         "count": b.count,
         "magic": b.magic,
-        "compresscodec": codec_name(b.attributes & 0x07),
+        "compresscodec": b.codec_name,
         "timestampType": _TS[b.timestamp_type],
         "maxTimestamp": b.max_timestamp,
         "baseSequence": b.base_sequence,

@@ -21,14 +21,15 @@ import time
 import unicodedata
 
 from kafkatool import dump as d
+from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import checkpoint_value
-from kafkatool.render.text import control_suffix
+from kafkatool.render.text import CODEC_NAMES, control_suffix
 
 __all__ = ["TableRenderer", "escape", "iso_time"]
 
 _TS = {-1: "none", 0: "create", 1: "append"}
-_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+_FLAG_BITS = TRANSACTIONAL_BIT | CONTROL_BIT | DELETE_HORIZON_BIT  # what _flags shows
 _ROWS_PER_CHUNK = 256
 """Rows formatted together: the column widths are measured over a chunk."""
 
@@ -341,8 +342,8 @@ class TableRenderer:
             if magic >= 2:
                 last = offset + lod
                 producer = f"{pid}/{pepoch} seq {bseq}..{b.last_sequence}"
-                flags = _flags(b) if attrs & 0x70 else ""
-                tst = "append" if attrs & 0x08 else "create"
+                flags = _flags(b) if attrs & _FLAG_BITS else ""
+                tst = "append" if attrs & TIMESTAMP_TYPE_BIT else "create"
             else:
                 last = offset
                 producer = "-"
@@ -351,7 +352,7 @@ class TableRenderer:
             text = add(
                 (
                     str(position), f"{offset}..{last}", "-" if count is None else str(count), str(magic),
-                    _CODECS[attrs & 7], f"{tst} {mts}", iso_time(mts), producer, flags, str(size),
+                    CODEC_NAMES[attrs & CODEC_MASK], f"{tst} {mts}", iso_time(mts), producer, flags, str(size),
                     "ok" if ok else f"BAD {crc}!={computed}",
                 ),
                 None if ok else _BOLD_RED,
@@ -370,15 +371,15 @@ class TableRenderer:
         if magic >= 2:
             last = offset + lod
             summary = (
-                f"batch @{position} size {size} v{magic} {_CODECS[attrs & 7]} count {count} "
+                f"batch @{position} size {size} v{magic} {CODEC_NAMES[attrs & CODEC_MASK]} count {count} "
                 f"{pid}/{pepoch} seq {bseq}..{b.last_sequence}"
             )
-            if attrs & 0x70:
+            if attrs & _FLAG_BITS:
                 summary = f"{summary} {_flags(b)}"
-            tst = "append" if attrs & 0x08 else "create"
+            tst = "append" if attrs & TIMESTAMP_TYPE_BIT else "create"
         else:
             last = offset
-            summary = f"batch @{position} size {size} v{magic} {_CODECS[attrs & 7]}"
+            summary = f"batch @{position} size {size} v{magic} {CODEC_NAMES[attrs & CODEC_MASK]}"
             tst = _TS[b.timestamp_type]
         first = item.base_offset if item.base_offset is not None else offset
         rows = self.rows
@@ -393,7 +394,7 @@ class TableRenderer:
             )
         records = item.records
         if records is not None:
-            if attrs & 0x20 and magic >= 2:
+            if attrs & CONTROL_BIT and magic >= 2:
                 controls = item.controls
                 for i, r in enumerate(records):
                     c = controls[i] if controls and i < len(controls) else None

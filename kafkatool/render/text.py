@@ -12,7 +12,9 @@ from typing import Callable
 
 from kafkatool import dump as d
 from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record, increment_sequence
+from kafkatool.record.compression import codec_name
 from kafkatool.record.control import control_type_name, kafka_json
+from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import (
     checkpoint_line,
@@ -22,7 +24,7 @@ from kafkatool.render.sidefiles import (
     txn_entry_line,
 )
 
-__all__ = ["TextRenderer", "batch_line", "record_line"]
+__all__ = ["CODEC_NAMES", "TextRenderer", "batch_line", "record_line"]
 
 _BOOL = {True: "true", False: "false"}
 _TS = TIMESTAMP_TYPE_NAMES
@@ -37,7 +39,8 @@ _V2_LINE = (
 )
 _LEGACY_LINE = "offset: %d position: %d %s: %d size: %d magic: %d compresscodec: %s crc: %d isvalid: %s"
 _FLAG = ("false", "true")
-_CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+CODEC_NAMES: tuple[str, ...] = tuple(codec_name(i) for i in range(5))
+"""The names of codec ids 0-4 by id (a batch with another id is rejected before it is rendered)."""
 
 
 def batch_line(b: Batch) -> str:
@@ -52,13 +55,13 @@ def batch_line(b: Batch) -> str:
         return _V2_LINE % (
             offset, offset + lod, count, bseq,
             -1 if bseq == -1 else increment_sequence(bseq, lod),
-            pid, pepoch, ple, _FLAG[(attrs >> 4) & 1], _FLAG[(attrs >> 5) & 1],
-            "OptionalLong[%d]" % bts if attrs & 0x40 else "OptionalLong.empty",
-            position, "LogAppendTime" if attrs & 0x08 else "CreateTime", mts, size, magic,
-            _CODECS[attrs & 7], crc, _FLAG[crc == computed],
+            pid, pepoch, ple, _FLAG[(attrs & TRANSACTIONAL_BIT) != 0], _FLAG[(attrs & CONTROL_BIT) != 0],
+            "OptionalLong[%d]" % bts if attrs & DELETE_HORIZON_BIT else "OptionalLong.empty",
+            position, "LogAppendTime" if attrs & TIMESTAMP_TYPE_BIT else "CreateTime", mts, size, magic,
+            CODEC_NAMES[attrs & CODEC_MASK], crc, _FLAG[crc == computed],
         )
     return _LEGACY_LINE % (
-        offset, position, _TS[b.timestamp_type], mts, size, magic, _CODECS[attrs & 7], crc, _FLAG[crc == computed],
+        offset, position, _TS[b.timestamp_type], mts, size, magic, CODEC_NAMES[attrs & CODEC_MASK], crc, _FLAG[crc == computed],
     )
 
 
@@ -148,7 +151,7 @@ class TextRenderer:
             return
         opts = self.opts
         skip = opts.skip_record_metadata
-        if b.magic >= 2 and not b.attributes & 0x20 and not skip:
+        if b.magic >= 2 and not b.attributes & CONTROL_BIT and not skip:
             _fast_v2_lines(b, records, opts.print_data, self.kd, self.vd, lines.append)
             return
         controls = item.controls
@@ -168,7 +171,7 @@ class TextRenderer:
 
 def _fast_v2_lines(b: Batch, records: list[Record], print_data: bool, kd, vd, append) -> None:
     """Record lines of a v2 data batch: the hot loop of a deep dump, kept flat."""
-    tst = "LogAppendTime" if b.attributes & 0x08 else "CreateTime"
+    tst = "LogAppendTime" if b.attributes & TIMESTAMP_TYPE_BIT else "CreateTime"
     string_keys = kd is _string_decoder
     string_values = vd is _string_decoder
     for offset, ts, key, value, headers, seq, _a, _c, _v, _m in records:
