@@ -321,14 +321,16 @@ def test_a_copy_under_any_name_outside_a_partition_dir_is_checked_as_it_is(tmp_p
 
 
 def _listdir_refusing(monkeypatch, refused: Path) -> None:
-    real = os.listdir
+    """``refused`` cannot be listed, whichever call lists it (``os.listdir`` or ``os.scandir``)."""
+    for name in ("listdir", "scandir"):
+        real = getattr(os, name)
 
-    def listdir(path="."):
-        if os.path.abspath(os.fspath(path)) == str(refused):
-            raise PermissionError(13, "Permission denied", os.fspath(path))
-        return real(path)
+        def refusing(path=".", real=real):
+            if os.path.abspath(os.fspath(path)) == str(refused):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return real(path)
 
-    monkeypatch.setattr(os, "listdir", listdir)
+        monkeypatch.setattr(os, name, refusing)
 
 
 def test_an_unreadable_partition_dir_is_a_finding_and_the_others_are_checked(run, tmp_path, monkeypatch):

@@ -74,13 +74,13 @@ def verify_group(group: list[Target], opts: VerifyOptions, on_bytes=None) -> Ite
     logs = [t for t in group if t.problem is None and names.file_suffix(os.path.basename(t.path)) == ".log"]
     side: dict[str, list[Target]] = {}
     others = []
-    log_prefixes = {os.path.join(os.path.dirname(t.path), os.path.basename(t.path).split(".", 1)[0]) for t in logs}
+    log_paths = {t.path for t in logs}
     for t in group:
         if t in logs or t.problem is not None:
             continue
-        prefix = os.path.join(os.path.dirname(t.path), os.path.basename(t.path).split(".", 1)[0])
-        if names.file_suffix(os.path.basename(t.path)) in (".index", ".timeindex", ".txnindex") and prefix in log_prefixes:
-            side.setdefault(prefix, []).append(t)
+        log = names.sibling(t.path, names.LOG_SUFFIX)  # the segment the file belongs to
+        if names.file_suffix(os.path.basename(t.path)) in (".index", ".timeindex", ".txnindex") and log in log_paths:
+            side.setdefault(log, []).append(t)
         else:
             others.append(t)
     for t in group:
@@ -90,8 +90,7 @@ def verify_group(group: list[Target], opts: VerifyOptions, on_bytes=None) -> Ite
             yield FileSummary(t.path, kind, 0, 0, 1, t.state)
     for t in logs:
         yield from _guard(t, lambda t=t: verify_log(t, opts, part, present))
-        prefix = os.path.join(os.path.dirname(t.path), os.path.basename(t.path).split(".", 1)[0])
-        for s in side.get(prefix, ()):
+        for s in side.get(names.sibling(t.path, names.LOG_SUFFIX), ()):
             yield from _guard(s, lambda s=s: verify_side_file(s, opts, part, present))
         for facts in part.segments.values():
             facts.release()

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import Batch
+from kafkatool.segment import files as names
 from kafkatool.record.layout import (
     CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, INT32_MAX, LEGACY, LEGACY_V1_TIMESTAMP, MAGIC_OFFSET, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2,
 )
@@ -87,19 +88,19 @@ class SegmentFacts:
 
 def read_wanted(path: str, base: int, facts: SegmentFacts) -> None:
     """Read the positions and offsets the segment's index files refer to."""
-    prefix = os.path.join(os.path.dirname(path), os.path.basename(path).split(".", 1)[0])
-    if not (os.path.exists(prefix + ".index") or os.path.exists(prefix + ".timeindex")):
+    index_path, timeindex_path = names.sibling(path, names.INDEX_SUFFIX), names.sibling(path, names.TIME_INDEX_SUFFIX)
+    if not (os.path.exists(index_path) or os.path.exists(timeindex_path)):
         return
     from kafkatool.segment import index as idx
 
     try:
-        for offset, position in idx.read_offset_index(prefix + ".index", base).iter_absolute():
+        for offset, position in idx.read_offset_index(index_path, base).iter_absolute():
             facts.wanted_positions.add(position)
             facts.wanted_offsets.add(offset)
     except OSError:
         pass
     try:
-        for _ts, offset in idx.read_time_index(prefix + ".timeindex", base).iter_absolute():
+        for _ts, offset in idx.read_time_index(timeindex_path, base).iter_absolute():
             facts.wanted_offsets.add(offset)
     except OSError:
         pass

@@ -12,6 +12,8 @@ import stat
 from typing import Iterable, NamedTuple
 
 from kafkatool.segment import files as names
+from kafkatool.segment.logdir import Entry, EntryType, entry_type_of, expand
+from kafkatool.segment.logdir import Target as Found
 from kafkatool.verify.findings import Finding, FindingKind
 
 __all__ = ["Target", "PENDING_MARK", "expand_targets", "offset_name_finding"]
@@ -49,107 +51,111 @@ def _is_kafka_name(name: str) -> bool:
     return names.file_suffix(name) in _KAFKA_SUFFIXES or PENDING_MARK in name
 
 
-def _is_log_dir(entries: list[str]) -> bool:
-    """Whether a directory holding ``entries`` is a broker's log dir: it has ``meta.properties``
-    (every broker writes one at start). A directory that only holds copies of partition dirs
-    is not one: anything else in it is not the broker's concern."""
-    return "meta.properties" in entries
+#: Suffixes of a partition dir's segment files: a directory holding one is checked as a partition.
+_SEGMENT_SUFFIXES = (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFFIX)
+
+
+def _is_partition(t: Found) -> bool:
+    """Whether the directory ``t`` is checked as a partition: named like one, or holding segment files."""
+    return t.partition_dir is not None or any(names.file_suffix(e.name) in _SEGMENT_SUFFIXES for e in t.entries)
+
+
+def _descend(t: Found, e: Entry) -> bool:
+    """Which subdirectories a tree search enters: not below a partition, no symbolic links, and
+    in a log dir only what the broker would load (a directory it refuses is reported instead)."""
+    if e.is_symlink or _is_partition(t):
+        return False
+    return not (t.is_log_dir and e.partition_dir is None and e.name not in _LOG_DIR_SUBDIRS)
 
 
 def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None) -> list[list[Target]]:
     """Group the files to check by partition directory (cross-segment checks need order).
 
-    A path may be a file, a partition directory or a log dir (searched recursively, so a
-    directory of log dirs is searched too). What cannot be read is not left out: a
-    directory that cannot be listed, a non-regular file with a Kafka name, a directory in
-    a log dir the broker would refuse, and what an interrupted kafkatool repair left are
-    targets with a ``problem``, reported as findings. ``nothing_kafka`` (optional) receives
-    every path in which nothing Kafka was found (no partition dir, no file with a Kafka name).
+    A path may be a file, a partition directory or a log dir (searched recursively with
+    :func:`kafkatool.segment.logdir.expand`, so a directory of log dirs is searched too). What
+    cannot be read is not left out: a directory that cannot be listed, a non-regular file with
+    a Kafka name, a directory in a log dir the broker would refuse (a log dir is one with
+    ``meta.properties``), and what an interrupted kafkatool repair left are targets with a
+    ``problem``, reported as findings. ``nothing_kafka`` (optional) receives every path in
+    which nothing Kafka was found (no partition dir, no file with a Kafka name).
     """
     groups: list[list[Target]] = []
     found = [0]  # targets with something Kafka in them, over the whole run
 
-    def problem(path: str, kind: str, message: str, state: str | None = None, kafka: bool = True) -> Target:
+    def problem(path: str, kind: FindingKind, message: str, state: str | None = None, kafka: bool = True) -> Target:
         if kafka:
             found[0] += 1
         return Target(path, path if os.path.isdir(path) else None, state, (kind, message))
 
-    def listdir(d: str, direct: bool) -> list[str] | None:
-        try:
-            return sorted(os.listdir(d))
-        except OSError as e:
-            # (one found while searching a tree counts as Kafka only when named like a partition)
-            kafka = direct or names.parse_partition_dir(os.path.basename(os.path.abspath(d))) is not None
-            groups.append([problem(d, FindingKind.UNREADABLE, f"cannot list the directory: {e.strerror or e} (the broker cannot load it either: `Could not read file`)", kafka=kafka)])
-            return None
-
-    def regular_files(d: str, entries: list[str], out: list[Target], dirs: bool = False) -> list[str]:
-        """The regular files among ``entries``; a non-regular one with a Kafka name goes to ``out``
+    def regular_files(t: Found, out: list[Target], dirs: bool = False) -> list[str]:
+        """The regular files in ``t``; a non-regular one with a Kafka name goes to ``out``
         (a directory too, with ``dirs``: in a partition dir, where the broker expects none)."""
         files = []
-        for n in entries:
-            p = os.path.join(d, n)
-            try:
-                st = os.stat(p)
-            except OSError:
-                if os.path.islink(p) and _is_kafka_name(n):
-                    out.append(problem(p, FindingKind.UNREADABLE, "a dangling symbolic link"))
-                continue
-            if stat.S_ISREG(st.st_mode):
-                files.append(p)
-            elif (dirs or not stat.S_ISDIR(st.st_mode)) and _is_kafka_name(n):
-                out.append(problem(p, FindingKind.NOT_REGULAR_FILE, f"a {_file_type(st.st_mode)} named like a Kafka file: not opened (the broker does not load it either)"))
+        for e in t.entries:
+            if e.type is EntryType.MISSING:
+                if e.is_symlink and _is_kafka_name(e.name):
+                    out.append(problem(e.path, FindingKind.UNREADABLE, "a dangling symbolic link"))
+            elif e.type is EntryType.FILE:
+                files.append(e.path)
+            elif (dirs or e.type is not EntryType.DIR) and _is_kafka_name(e.name):
+                out.append(problem(e.path, FindingKind.NOT_REGULAR_FILE, f"a {e.type.value} named like a Kafka file: not opened (the broker does not load it either)"))
         return files
 
-    def add_partition(d: str, entries: list[str], direct: bool) -> None:
-        pd = names.parse_partition_dir(os.path.basename(os.path.abspath(d)))
+    def add_partition(t: Found) -> None:
+        entries = [e.name for e in t.entries]
+        pd = t.partition_dir
         state = pd.state if pd else None
-        if state == "delete" and len(pd.unique_id or "") == 32 and _staging(d):
-            groups.append([problem(d, FindingKind.KAFKATOOL_STAGING, _STAGING_MESSAGE, state)])
+        if state == "delete" and len(pd.unique_id or "") == 32 and _staging(t.path):
+            groups.append([problem(t.path, FindingKind.KAFKATOOL_STAGING, _STAGING_MESSAGE, state)])
             return
-        if direct or any(_is_kafka_name(n) for n in entries):
+        if t.named or any(_is_kafka_name(n) for n in entries):
             # a directory met in a tree search is Kafka's only with a Kafka file in it: /etc/dbus-1
             # is named like partition 1 of topic "dbus"
             found[0] += 1
         head: list[Target] = []
-        if direct or any(PENDING_MARK in n for n in entries):
-            head = _pending_targets(d, staging=direct)
+        if t.named or any(PENDING_MARK in n for n in entries):
+            head = _pending_targets(t.path, staging=t.named)
             found[0] += len(head)
         tail: list[Target] = []
-        reported = {t.path for t in head}
-        files = sorted((p for p in regular_files(d, entries, tail, dirs=True) if p not in reported), key=lambda p: _order(os.path.basename(p)))
-        groups.append([*head, *(Target(p, d, state) for p in files), *tail])
+        reported = {x.path for x in head}
+        files = sorted((p for p in regular_files(t, tail, dirs=True) if p not in reported), key=lambda p: names.segment_order(os.path.basename(p)))
+        groups.append([*head, *(Target(p, t.path, state) for p in files), *tail])
 
-    def walk_dir(d: str, direct: bool) -> None:
-        entries = listdir(d, direct)
-        if entries is None:
+    def walk_dir(t: Found, children: dict[int, list[Found]]) -> None:
+        if t.error is not None:
+            e = t.error.os_error
+            # (one found while searching a tree counts as Kafka only when named like a partition)
+            kafka = t.named or t.partition_dir is not None
+            groups.append([problem(t.path, FindingKind.UNREADABLE, f"cannot list the directory: {e.strerror or e} (the broker cannot load it either: `Could not read file`)", kafka=kafka)])
             return
-        has_segments = any(names.file_suffix(n) in (".log", ".index", ".timeindex") for n in entries)
-        if has_segments or names.parse_partition_dir(os.path.basename(os.path.abspath(d))):
-            add_partition(d, entries, direct)
+        if _is_partition(t):
+            add_partition(t)
             return
         odd: list[Target] = []
-        loose = regular_files(d, entries, odd)
+        loose = regular_files(t, odd)
         found[0] += sum(1 for p in loose if _is_kafka_name(os.path.basename(p)))
         if loose or odd:
             groups.append([Target(p, None, None) for p in loose] + odd)
-        log_dir = _is_log_dir(entries)
-        for n in entries:
-            sub = os.path.join(d, n)
-            if not os.path.isdir(sub) or os.path.islink(sub):
+        kids = iter(children.get(id(t), ()))
+        for e in t.entries:
+            if e.type is not EntryType.DIR or e.is_symlink:
                 continue
-            if log_dir and names.parse_partition_dir(n) is None and n not in _LOG_DIR_SUBDIRS:
+            if t.is_log_dir and e.partition_dir is None and e.name not in _LOG_DIR_SUBDIRS:
                 # LogManager.loadLogs: "Found directory <dir>, '<name>' is not in the form of
                 # topic-partition ..." (KafkaException): the whole log dir stays offline
-                groups.append([problem(sub, FindingKind.NOT_A_PARTITION_DIR, f"a directory in a log dir whose name is not <topic>-<partition>: the broker refuses to load the log dir ('{n}' is not in the form of topic-partition); move it out of the log dir")])
+                groups.append([problem(e.path, FindingKind.NOT_A_PARTITION_DIR, f"a directory in a log dir whose name is not <topic>-<partition>: the broker refuses to load the log dir ('{e.name}' is not in the form of topic-partition); move it out of the log dir")])
                 continue
-            walk_dir(sub, False)
+            walk_dir(next(kids), children)
 
     loose: dict[str, list[str]] = {}  # directory -> files given by name
     for p in paths:
         before = found[0]
         if os.path.isdir(p):
-            walk_dir(p, True)
+            targets = expand([p], descend=_descend)  # pre-order: each directory before what it holds
+            children: dict[int, list[Found]] = {}
+            for t in targets[1:]:
+                children.setdefault(id(t.parent), []).append(t)
+            walk_dir(targets[0], children)
         else:
             files = loose.setdefault(os.path.dirname(p), [])
             name = os.path.basename(p)
@@ -159,7 +165,7 @@ def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None)
                 groups.append([problem(p, FindingKind.UNREADABLE, f"cannot read the file: {e.strerror or e}")])
                 mode = None
             if mode is not None and not stat.S_ISREG(mode):
-                groups.append([problem(p, FindingKind.NOT_REGULAR_FILE, f"a {_file_type(mode)}, not a regular file: not opened", kafka=_is_kafka_name(name))])
+                groups.append([problem(p, FindingKind.NOT_REGULAR_FILE, f"a {entry_type_of(mode).value}, not a regular file: not opened", kafka=_is_kafka_name(name))])
             elif mode is not None:
                 if names.file_suffix(name) in (".index", ".timeindex", ".txnindex"):
                     # a side file is checked against its segment: walk that too
@@ -174,7 +180,7 @@ def expand_targets(paths: Iterable[str], nothing_kafka: list[str] | None = None)
             nothing_kafka.append(p)
     for files in loose.values():
         if files:
-            groups.append([Target(f, None, None) for f in sorted(files, key=lambda f: _order(os.path.basename(f)))])
+            groups.append([Target(f, None, None) for f in sorted(files, key=lambda f: names.segment_order(os.path.basename(f)))])
     return groups
 
 
@@ -186,23 +192,16 @@ def offset_name_finding(t: Target) -> Finding | None:
         return None
     if names.parse_partition_dir(os.path.basename(os.path.dirname(os.path.abspath(t.path)))) is None:
         return None  # a file outside a partition dir (a copy under any name) is checked as it is
-    if names.java_parse_int(name.split(".", 1)[0], 64) is not None:
+    prefix = names.sibling(name, "")  # the name before its first '.'
+    if names.java_parse_int(prefix, 64) is not None:
         return None
     return Finding(
         t.path, None, None, FindingKind.INVALID_FILE_NAME,
         f"{name!r} does not start with a signed 64-bit decimal offset: loading the partition, the broker reads "
         "the offset before the first '.' as a Java long and throws NumberFormatException; move the file out of "
         "the partition dir",
-        expected="a signed 64-bit decimal before the first '.'", found=name.split(".", 1)[0],
+        expected="a signed 64-bit decimal before the first '.'", found=prefix,
     )
-
-
-def _file_type(mode: int) -> str:
-    for test, what in ((stat.S_ISFIFO, "FIFO"), (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "character device"),
-                       (stat.S_ISBLK, "block device"), (stat.S_ISDIR, "directory")):
-        if test(mode):
-            return what
-    return "special file"
 
 
 _STAGING_MESSAGE = (
@@ -247,14 +246,3 @@ _TEMP_WAY_OUT = {
     "pending temp file": "; do not remove it: finish that journal (see its own finding) before starting the broker",
     "temp file": "; the broker ignores it; a `kafkatool reindex` or `kafkatool truncate` dry run names it and `--execute` removes it",
 }
-
-
-_RANK = {".log": 0, ".checkpoint": 0, ".index": 1, ".timeindex": 2, ".txnindex": 3, ".snapshot": 4}
-
-
-def _order(name: str) -> tuple:
-    suffix = names.file_suffix(name) or ""
-    prefix = name.split(".", 1)[0].split("-", 1)[0]
-    if suffix in _RANK and prefix.isdigit():
-        return (0, int(prefix), _RANK[suffix], name)
-    return (1, 0, 0, name)

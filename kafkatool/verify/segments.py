@@ -30,9 +30,10 @@ def verify_log(t: Target, opts: VerifyOptions, part: PartitionFacts, present: se
         base = names.parse_base_offset(name)
     except KafkaToolError:
         base = None
-    prefix = name.split(".", 1)[0]
-    if base is not None and t.partition is not None and f"{prefix}.index" not in present:
-        findings.append(Finding(path, None, None, FindingKind.INDEX_MISSING, f"{prefix}.index is missing: the broker will recover (rebuild and truncate) this segment at start"))
+    index_name = os.path.basename(names.sibling(name, names.INDEX_SUFFIX))
+    txnindex_name = os.path.basename(names.sibling(name, names.TXN_INDEX_SUFFIX))
+    if base is not None and t.partition is not None and index_name not in present:
+        findings.append(Finding(path, None, None, FindingKind.INDEX_MISSING, f"{index_name} is missing: the broker will recover (rebuild and truncate) this segment at start"))
     bad_name = offset_name_finding(t)
     if bad_name is not None:
         findings.append(bad_name)
@@ -81,9 +82,9 @@ def verify_log(t: Target, opts: VerifyOptions, part: PartitionFacts, present: se
         part.on_bytes(size - scan.reported)
     if facts.valid_end == 0:
         facts.valid_end = pos
-    if facts.expected_aborts and t.partition is not None and f"{prefix}.txnindex" not in present:
+    if facts.expected_aborts and t.partition is not None and txnindex_name not in present:
         for pid, began, marker in facts.expected_aborts:
-            findings.append(Finding(path, None, None, FindingKind.TXNINDEX_MISSING_ENTRY, f"producer {pid}'s transaction {began}..{marker} was aborted in this segment but {prefix}.txnindex does not exist", expected=(pid, began, marker), found=None))
+            findings.append(Finding(path, None, None, FindingKind.TXNINDEX_MISSING_ENTRY, f"producer {pid}'s transaction {began}..{marker} was aborted in this segment but {txnindex_name} does not exist", expected=(pid, began, marker), found=None))
     part.segments[facts.base] = facts
     if facts.last_offset is not None:
         part.log_end = facts.last_offset + 1

@@ -33,9 +33,9 @@ def verify_side_file(t: Target, opts: VerifyOptions, part: PartitionFacts, prese
     if bad_name is not None:
         findings.append(bad_name)  # Kafka throws before it would delete it as an orphan
     elif suffix in (".index", ".timeindex", ".txnindex"):
-        prefix = name.split(".", 1)[0]
-        if f"{prefix}.log" not in present:
-            findings.append(Finding(path, None, None, FindingKind.ORPHAN_INDEX, f"{prefix}.log does not exist: the broker deletes this file at start"))
+        log_name = os.path.basename(names.sibling(name, names.LOG_SUFFIX))
+        if log_name not in present:
+            findings.append(Finding(path, None, None, FindingKind.ORPHAN_INDEX, f"{log_name} does not exist: the broker deletes this file at start"))
         else:
             try:
                 base = names.parse_base_offset(name)
