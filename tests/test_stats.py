@@ -593,3 +593,12 @@ def test_stats_uses_only_public_names_of_the_model() -> None:
             assert not any(a.name.startswith("kafkatool") for a in node.names), ast.unparse(node)
         if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             assert isinstance(node.value, ast.Name) and node.value.id == "self", ast.unparse(node)
+
+
+def test_times_are_shown_as_dump_shows_them() -> None:
+    from kafkatool.render import table
+    from kafkatool.render.times import iso_time
+
+    for ms in (0, 5, 999, 1000, 1534299389611, 1700000000393, 253402300799999, 253402300800000, -1, 2**62):
+        assert iso_time(ms) == table.iso_time(ms), ms
+    assert iso_time(1534299389611) == "2018-08-15T02:16:29.611Z"  # date -u -d @1534299389.611

@@ -10,15 +10,14 @@ one: ``producerId``, ``producerEpoch``, ``lastSequence``); the schema is in kafk
 from __future__ import annotations
 
 import json
-import time
 from typing import Iterable
 
+from kafkatool.render.times import iso_time
 from kafkatool.stats import CheckpointComparison, CheckpointState, PartitionStats
 
 __all__ = [
     "CHECKPOINT_KEYS",
     "dumps",
-    "iso_time",
     "partition_object",
     "summary_object",
     "partition_text",
@@ -39,17 +38,8 @@ dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 """Compact JSON, as dump's and verify's lines."""
 
 
-def iso_time(ms: int | None) -> str:
-    """Epoch milliseconds as ISO 8601 UTC (``2023-11-14T22:13:20.005Z``), as ``dump --format
-    table`` shows them; empty for none or out of range."""
-    if ms is None or ms < 0:
-        return ""
-    sec, milli = divmod(ms, 1000)
-    try:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-    except (OverflowError, OSError, ValueError):
-        return ""
-    return f"{text}.{milli:03d}Z" if len(text) == 19 else ""
+def _iso(ms: int | None) -> str:
+    return "" if ms is None else iso_time(ms)
 
 
 # ----------------------------------------------------------------------------- JSON Lines
@@ -258,7 +248,7 @@ def render_table(console, stats: Iterable[PartitionStats]) -> None:
             offsets += f"\nend {s.log_end}"
         records = str(s.records) + (f" +{s.unopened_wrappers} wrappers" if s.unopened_wrappers else "")
         times = "" if s.min_timestamp is None and s.max_timestamp is None else \
-            f"{iso_time(s.min_timestamp) or '?'}\n{iso_time(s.max_timestamp) or '?'}"
+            f"{_iso(s.min_timestamp) or '?'}\n{_iso(s.max_timestamp) or '?'}"
         kinds = _counts(s.magics, "v") + "\n" + _counts(s.codecs)
         txn = f"{s.transactional_batches} / {s.control_batches}" + (f"\n{_counts(s.control_types)}" if s.control_types else "")
         producers = "-" if not s.producer_count else (f"{s.producer_count}" if s.producer_count_exact else f">{s.producer_count}")
