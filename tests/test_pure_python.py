@@ -40,6 +40,7 @@ PURE_PYTHON_FILES = [
     "tests/test_real_fixtures.py",
     "tests/test_fuzz.py",
     "tests/test_framing.py",
+    "tests/test_logdir.py",
 ]
 #: Left out of the pure-Python run: the SIGKILL-at-every-step tests check the crash safety of the
 #: apply step (the same code on both paths) and take half a minute; the speed tests measure the

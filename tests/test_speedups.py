@@ -197,6 +197,36 @@ def test_random_bytes(buf, data):
     same(buf, pos, end, data.draw(st.integers(-3, 6)))
 
 
+def kind_of(fn, buf, pos, end, count):
+    try:
+        fn(buf, pos, end, count)
+    except InvalidRecordError as e:
+        return e.message, e.kind
+    return None
+
+
+@SETTINGS
+@given(st.lists(raw_record(), min_size=1, max_size=3), st.data())
+def test_errors_name_the_same_kind(recs, data):
+    """The C decoder's errors carry the kind the Python reference gives them (verify reports it)."""
+    buf = b"".join(recs)
+    count = data.draw(st.integers(-2, len(recs) + 2))
+    assert kind_of(c_decode, buf, 0, len(buf), count) == kind_of(py_decode, buf, 0, len(buf), count)
+
+
+@pytest.mark.parametrize(
+    "buf, count, message",
+    [
+        (b"", 1, "Incorrect declared batch size, premature EOF reached"),
+        (b"", -1, "Found invalid record count -1 in magic v2 batch"),
+        (encode_record(0, 0, None, b"v") + b"\x00", 1, "Incorrect declared batch size, records still remaining in file"),
+    ],
+)
+def test_record_count_errors_are_record_count_mismatch(buf, count, message):
+    assert kind_of(c_decode, buf, 0, len(buf), count) == (message, "record_count_mismatch")
+    assert kind_of(py_decode, buf, 0, len(buf), count) == (message, "record_count_mismatch")
+
+
 # --------------------------------------------------------------------------- targeted cases
 
 

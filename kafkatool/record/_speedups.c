@@ -84,6 +84,26 @@ raise_invalid(Py_ssize_t position, const char *format, ...)
     return -1;
 }
 
+/* Name what went wrong on the pending KafkaToolError (its `kind`, kafkatool.errors: verify
+ * reports it as the finding kind, never matching the message). Always returns -1. */
+static int
+set_error_kind(const char *kind)
+{
+    PyObject *type, *val, *tb, *k;
+    PyErr_Fetch(&type, &val, &tb);
+    PyErr_NormalizeException(&type, &val, &tb);
+    if (val != NULL && PyObject_TypeCheck(val, (PyTypeObject *)InvalidRecordError)) {
+        k = PyUnicode_FromString(kind);
+        if (k == NULL || PyObject_SetAttrString(val, "kind", k) < 0)
+            PyErr_Clear(); /* the error itself still stands, with its class's kind */
+        Py_XDECREF(k);
+    }
+    PyErr_Restore(type, val, tb);
+    return -1;
+}
+
+#define RECORD_COUNT_MISMATCH "record_count_mismatch"
+
 /* Mark the pending exception as raised "from None" (__suppress_context__). */
 static void
 suppress_context(void)
@@ -218,6 +238,7 @@ decode(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t end,
                 break;
             }
             raise_invalid(i, "Incorrect declared batch size, premature EOF reached");
+            set_error_kind(RECORD_COUNT_MISMATCH);
             goto fail;
         }
         b = buf[i];
@@ -574,6 +595,7 @@ decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObje
             if (msg == NULL)
                 return NULL;
             raise_invalid_obj(msg, slots[1]);
+            set_error_kind(RECORD_COUNT_MISMATCH);
             Py_DECREF(msg);
             return NULL;
         }
@@ -600,6 +622,7 @@ decode_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObje
         if (result != NULL && i != end) {
             Py_CLEAR(result);
             raise_invalid(i, "Incorrect declared batch size, records still remaining in file");
+            set_error_kind(RECORD_COUNT_MISMATCH);
         }
     }
     PyBuffer_Release(&view);

@@ -324,7 +324,7 @@ def encode_legacy(
     if codec == Codec.NONE:
         return b"".join(encode_message(r.offset, magic, ts(r), r.key, r.value, ts_bit) for r in recs)
     if not recs:
-        raise InvalidRecordError("Found invalid compressed record set with no inner records")
+        raise InvalidRecordError("Found invalid compressed record set with no inner records", kind="invalid_wrapper")
     first = recs[0].offset
     inner = b"".join(
         encode_message(r.offset - first if magic == 1 else r.offset, magic, ts(r), r.key, r.value, ts_bit) for r in recs

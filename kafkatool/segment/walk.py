@@ -12,6 +12,13 @@ The walk ends in one of three ways, recorded in :attr:`SegmentWalker.stop`:
 runs past the end: Kafka stops silently, DumpLogSegments calls it invalid bytes), or
 ``ERROR`` (size < 14, or an entry too short for its own header: Kafka throws). In the
 last case :attr:`SegmentWalker.error` holds the located :class:`KafkaToolError`.
+
+Both walks (over memory, over a file) ask :func:`kafkatool.record.framing.frame_entry` what
+the entry at each position is, and build its :class:`Batch` with
+:func:`kafkatool.record.batch.batch_from_header`: the walk itself only moves bytes (refills
+the window on a NEED answer, streams an entry too large for it). The compiled window walk
+(``_speedups.walk_v2``) takes the runs of complete v2 batches first; tests/test_framing.py
+holds the three to the same answers.
 """
 
 from __future__ import annotations
