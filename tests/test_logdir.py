@@ -564,3 +564,68 @@ def test_partition_records_match_aiokafka(real):
         assert [rec(r) for r in Partition(d).records()] == want, rel
         middle = want[len(want) // 2][0]
         assert [rec(r) for r in Partition(d).records(middle)] == [r for r in want if r[0] >= middle], rel
+
+
+# ----------------------------------------------------------------------------- garbage in: only our error out
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+V2_SAMPLE = (FIXTURES / "v2-gzip-0" / seg(0, ".log")).read_bytes()
+V1_SAMPLE = (FIXTURES / "v1-snappy-0" / seg(0, ".log")).read_bytes()
+
+
+@st.composite
+def damaged(draw):
+    """A real segment (v2 or legacy) with bytes overwritten, cut short or random, and an index of random entries."""
+    data = bytearray(draw(st.sampled_from([V2_SAMPLE, V1_SAMPLE])))
+    for _ in range(draw(st.integers(0, 4))):
+        at = draw(st.integers(0, len(data) - 1))
+        data[at : at + 4] = draw(st.binary(min_size=1, max_size=4))
+    data = data[: draw(st.integers(0, len(data)))]
+    if draw(st.booleans()):
+        data = bytearray(draw(st.binary(max_size=300)))
+    index = b"".join(struct.pack(">ii", draw(st.integers(-5, 60)), draw(st.integers(-10, 5000)))
+                     for _ in range(draw(st.integers(0, 4))))
+    timeindex = b"".join(struct.pack(">qi", draw(st.integers(-1, 1_700_000_000_100)), draw(st.integers(-5, 60)))
+                         for _ in range(draw(st.integers(0, 3))))
+    return bytes(data), index, timeindex
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(damaged(), st.integers(-1, 60), st.integers(-1, 1_700_000_000_100), st.integers(1, 9))
+def test_garbage_raises_only_kafkatool_errors(tmp_path, files, offset, timestamp, n):
+    data, index, timeindex = files
+    d = tmp_path / "t-0"
+    d.mkdir(exist_ok=True)
+    (d / seg(0, ".log")).write_bytes(data)
+    (d / seg(0, ".index")).write_bytes(index)
+    (d / seg(0, ".timeindex")).write_bytes(timeindex)
+    s = Segment.at(d / seg(0, ".log"))
+    calls = (
+        lambda: [(b.position, b.last_offset, b.max_timestamp) for b in s.batches()],
+        lambda: [r.offset for r in s.records(control=True)],
+        lambda: [b.position for b in s.batches(offset=offset)],
+        lambda: [b.position for b in s.batches(timestamp=timestamp)],
+        lambda: [r.offset for r in Partition(d).records(offset, end_offset=offset + 7)],
+        lambda: [r.offset for r in Partition(d).records(start_time=timestamp)],
+    )
+    results = []
+    for call in calls:
+        try:
+            results.append(call())
+        except KafkaToolError as e:
+            assert e.path == s.log_path and e.position is not None, e
+            results.append(None)
+    ranges = s.split(n)  # never raises for a readable file: a damaged header only ends the cuts
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(data)
+    whole = results[0]
+    if whole is not None:
+        positions = [p for p, _, _ in whole]
+        # the index never changes what is read: from an offset, exactly what a scan finds
+        first = next((i for i, (_, last, _) in enumerate(whole) if last >= offset), len(whole))
+        assert results[2] == positions[first:]
+        # a time index is trusted as the broker trusts it: it may start late, never early
+        if results[3] is not None:
+            assert results[3] == positions[len(positions) - len(results[3]):]
+        assert [b.position for a, e in ranges for b in s.batches(a, e)] == positions
