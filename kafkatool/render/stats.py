@@ -204,9 +204,10 @@ def summary_line(stats: list[PartitionStats], seconds: float) -> str:
     """``Read 3 partitions (3 segments, 8245 batches, 1.1 MB) in 0.05 s: no problems`` (or ``: 1
     partition with problems``)."""
     o = summary_object(stats, seconds)
-    what = _plural(o["partitions"], "partition")
+    parts = [_plural(o["partitions"], "partition")] if o["partitions"] or not o["files"] else []
     if o["files"]:
-        what += f" and {_plural(o['files'], 'segment file')}"
+        parts.append(_plural(o["files"], "segment file"))
+    what = " and ".join(parts)
     size = o["bytes"]
     shown = _plural(size, "byte") if size < 1000 else f"{size / 1e3:.1f} kB" if size < 1_000_000 else f"{size / 1e6:.1f} MB"
     verdict = "no problems" if not o["withProblems"] else (
