@@ -602,3 +602,14 @@ def test_times_are_shown_as_dump_shows_them() -> None:
     for ms in (0, 5, 999, 1000, 1534299389611, 1700000000393, 253402300799999, 253402300800000, -1, 2**62):
         assert iso_time(ms) == table.iso_time(ms), ms
     assert iso_time(1534299389611) == "2018-08-15T02:16:29.611Z"  # date -u -d @1534299389.611
+
+
+def test_problems_are_capped_per_partition(tmp_path: Path) -> None:
+    part = tmp_path / "many-bad-0"
+    part.mkdir()
+    for i in range(25):
+        (part / f"{i * 10:020d}.log").write_bytes(v2_batch(i * 10, [1000]) + struct.pack(">qi", i * 10 + 1, 3) + b"\0" * 20)
+    s = stats_of(part)
+    assert (s.segments, s.batches, s.log_end) == (25, 25, 241)
+    assert len(s.problems) == 21 and s.problems[-1].message == "5 more problems not listed"
+    assert [p.file for p in s.problems[:20]] == [str(part / f"{i * 10:020d}.log") for i in range(20)]
