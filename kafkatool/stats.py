@@ -198,6 +198,9 @@ class StatsOptions:
     max_producers: int = DEFAULT_MAX_PRODUCERS
     max_problems: int = 20
     """Problems kept per partition (the rest are counted in one last problem)."""
+    max_batch_bytes: int | None = None
+    """A batch larger than this is counted from its header but never opened (None: the model's
+    default, 256 MiB): a marker or a wrapper that large is reported instead."""
 
 
 @dataclass
@@ -329,7 +332,8 @@ class _Tally:
         # the producer whose batches are being read: its id, its table row, its batch and record counts
         pid_now, row, pid_batches, pid_records, pid_last = -1, None, 0, 0, None
         first = last = None
-        batches = segment.batches()
+        limit = self.opts.max_batch_bytes
+        batches = segment.batches() if limit is None else segment.batches(max_batch_bytes=limit)
         reader = _EntryReader(path, batches)
         try:
             for b in batches:
@@ -384,7 +388,6 @@ class _Tally:
         except OSError as e:
             self.problem(_problem(e, path, "unreadable"))
         finally:
-            reader.close()
             self.trailing += batches.trailing_bytes
             if run_n:
                 kinds[run_key] = kinds.get(run_key, 0) + run_n
@@ -541,24 +544,20 @@ timestamps are one and the same."""
 
 
 class _EntryReader:
-    """The bytes of the batch just read, for the few batches that need a closer look: the
-    model's copy (``BatchReader.data``), or, for a batch too large to hold, read again from
-    the file (opened on first use)."""
+    """The bytes of the batch just read (the model's ``BatchReader.data``), for the few batches
+    that need a closer look: a control batch's marker, a legacy wrapper's first or every record."""
 
     def __init__(self, path: str, batches: BatchReader) -> None:
         self.path = path
         self.batches = batches
-        self._fd: int | None = None
 
-    def read(self, b: Batch) -> bytes | memoryview:
+    def read(self, b: Batch) -> memoryview:
         data = self.batches.data
-        if data is not None:
-            return data
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDONLY)
-        data = os.pread(self._fd, b.size, b.position)
-        if len(data) != b.size:
-            raise KafkaToolError("the file shrank while it was read", path=self.path, position=b.position)
+        if data is None:
+            # larger than the walk holds (max_batch_bytes): reading it whole would break the flat
+            # memory, and its header is counted all the same
+            raise KafkaToolError(f"a batch of {b.size} bytes, larger than the walk holds, is not opened",
+                                 path=self.path, position=b.position, kind="batch_too_large")
         return data
 
     def first_record(self, b: Batch):
@@ -574,11 +573,6 @@ class _EntryReader:
         from kafkatool.record.records import batch_record_chunks
 
         return batch_record_chunks(b, self.read(b))
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
 
 # ----------------------------------------------------------------------------- partitions and paths

@@ -236,9 +236,10 @@ def log_append_time(batch: bytes, append_time: int) -> bytes:
     return with_crc(batch[:17], after)
 
 
-def control_batch(base_offset: int, pid: int, epoch: int, type_id: int, ts: int) -> bytes:
-    """A transaction marker laid out from §6: one record, key (version 0, type), value (version 0, coordinator epoch 7)."""
-    key, value = struct.pack(">hh", 0, type_id), struct.pack(">hi", 0, 7)
+def control_batch(base_offset: int, pid: int, epoch: int, type_id: int, ts: int, padding: int = 0) -> bytes:
+    """A transaction marker laid out from §6: one record, key (version 0, type), value (version 0,
+    coordinator epoch 7, then ``padding`` zero bytes)."""
+    key, value = struct.pack(">hh", 0, type_id), struct.pack(">hi", 0, 7) + bytes(padding)
     body = b"\x00" + zigzag(0) + zigzag(0) + zigzag(len(key)) + key + zigzag(len(value)) + value + zigzag(0)
     after = struct.pack(">hiqqqhii", 0x30, 0, ts, ts, pid, epoch, -1, 1) + zigzag(len(body)) + body
     head = struct.pack(">qiib", base_offset, 4 + 1 + 4 + len(after), 0, 2)
@@ -613,3 +614,15 @@ def test_problems_are_capped_per_partition(tmp_path: Path) -> None:
     assert (s.segments, s.batches, s.log_end) == (25, 25, 241)
     assert len(s.problems) == 21 and s.problems[-1].message == "5 more problems not listed"
     assert [p.file for p in s.problems[:20]] == [str(part / f"{i * 10:020d}.log") for i in range(20)]
+
+
+def test_a_marker_larger_than_the_walk_holds_is_not_read_whole(tmp_path: Path) -> None:
+    part = tmp_path / "huge-0"
+    part.mkdir()
+    marker = control_batch(1, 30, 0, 1, 1100, padding=3 << 20)  # larger than the walk's 1 MiB window
+    (part / "00000000000000000000.log").write_bytes(v2_batch(0, [1000]) + marker)
+    s = stats_of(part, max_batch_bytes=2 << 20)
+    assert (s.batches, s.control_batches, s.control_types, s.log_end) == (2, 1, {"UNREADABLE": 1}, 2)
+    (p,) = s.problems
+    assert (p.kind, p.position) == ("batch_too_large", len(v2_batch(0, [1000])))
+    assert stats_of(part, max_batch_bytes=len(marker)).control_types == {"COMMIT": 1}
