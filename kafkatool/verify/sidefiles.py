@@ -109,23 +109,23 @@ def _check_offset_index(path: str, facts: SegmentFacts, out: list[Finding], opts
     entries, real = _index_entries(path, index, idx.OFFSET_ENTRY_SIZE, idx.decode_offset_index, idx.sanity_check_offset_index, FindingKind.INDEX_SANITY_FAILED, out)
     prev = None
     for i, (offset, position) in enumerate(entries[:real]):
-        where = i * 8
+        where = i * idx.OFFSET_ENTRY_SIZE
         if prev is not None and offset <= prev:
-            out.append(Finding(path, where, 8, FindingKind.INDEX_NOT_MONOTONIC, f"entry {i} offset {offset} is not above the previous {prev}", expected=f"> {prev}", found=offset))
+            out.append(Finding(path, where, idx.OFFSET_ENTRY_SIZE, FindingKind.INDEX_NOT_MONOTONIC, f"entry {i} offset {offset} is not above the previous {prev}", expected=f"> {prev}", found=offset))
         prev = offset
         if position >= facts.valid_end or position >= facts.size:
-            out.append(Finding(path, where, 8, FindingKind.INDEX_ENTRY_PAST_END, f"entry {i} (offset {offset}) points at position {position}, past the last valid batch (log ends at {facts.valid_end})", expected=f"< {facts.valid_end}", found=position))
+            out.append(Finding(path, where, idx.OFFSET_ENTRY_SIZE, FindingKind.INDEX_ENTRY_PAST_END, f"entry {i} (offset {offset}) points at position {position}, past the last valid batch (log ends at {facts.valid_end})", expected=f"< {facts.valid_end}", found=position))
             continue
         batch_last = facts.at_position.get(position)
         if batch_last is None:
-            out.append(Finding(path, where, 8, FindingKind.INDEX_ENTRY_NOT_BATCH_START, f"entry {i} (offset {offset}) points at position {position}, which is not a batch start", expected="a batch start", found=position))
+            out.append(Finding(path, where, idx.OFFSET_ENTRY_SIZE, FindingKind.INDEX_ENTRY_NOT_BATCH_START, f"entry {i} (offset {offset}) points at position {position}, which is not a batch start", expected="a batch start", found=position))
             continue
         if batch_last != offset:
             # follower appends index the first batch's position with the chunk's last offset (§17 E.42)
             later = facts.by_last_offset.get(offset)
             if later is not None and later[0] > position:
                 continue
-            out.append(Finding(path, where, 8, FindingKind.INDEX_OFFSET_MISMATCH, f"entry {i} says offset {offset} at position {position}, the batch there ends at {batch_last}", expected=batch_last, found=offset))
+            out.append(Finding(path, where, idx.OFFSET_ENTRY_SIZE, FindingKind.INDEX_OFFSET_MISMATCH, f"entry {i} says offset {offset} at position {position}, the batch there ends at {batch_last}", expected=batch_last, found=offset))
 
 
 def _check_time_index(path: str, facts: SegmentFacts, out: list[Finding]) -> None:
@@ -135,26 +135,26 @@ def _check_time_index(path: str, facts: SegmentFacts, out: list[Finding]) -> Non
     entries, real = _index_entries(path, tindex, idx.TIME_ENTRY_SIZE, idx.decode_time_index, idx.sanity_check_time_index, FindingKind.TIMEINDEX_SANITY_FAILED, out)
     prev_ts = prev_off = None
     for i, (ts, offset) in enumerate(entries[:real]):
-        where = i * 12
+        where = i * idx.TIME_ENTRY_SIZE
         if prev_ts is not None and (ts <= prev_ts or offset < prev_off):
-            out.append(Finding(path, where, 12, FindingKind.TIMEINDEX_NOT_MONOTONIC, f"entry {i} ({ts}, {offset}) does not follow ({prev_ts}, {prev_off})", expected=f"> ({prev_ts}, {prev_off})", found=(ts, offset)))
+            out.append(Finding(path, where, idx.TIME_ENTRY_SIZE, FindingKind.TIMEINDEX_NOT_MONOTONIC, f"entry {i} ({ts}, {offset}) does not follow ({prev_ts}, {prev_off})", expected=f"> ({prev_ts}, {prev_off})", found=(ts, offset)))
         prev_ts, prev_off = ts, offset
         if facts.last_offset is None or offset > facts.last_offset:
-            out.append(Finding(path, where, 12, FindingKind.TIMEINDEX_ENTRY_PAST_END, f"entry {i} offset {offset} is beyond the log's last offset {facts.last_offset}", expected=f"<= {facts.last_offset}", found=offset))
+            out.append(Finding(path, where, idx.TIME_ENTRY_SIZE, FindingKind.TIMEINDEX_ENTRY_PAST_END, f"entry {i} offset {offset} is beyond the log's last offset {facts.last_offset}", expected=f"<= {facts.last_offset}", found=offset))
             continue
         found = facts.by_last_offset.get(offset)
         if found is None:
             inside = facts.containing.get(offset)
             if inside is not None:
                 # brokers <= 3.7 indexed the max-timestamp record itself (§17 E.43): benign
-                out.append(Finding(path, where, 12, FindingKind.TIMEINDEX_RECORD_OFFSET, f"entry {i} offset {offset} is a record inside the batch ending at {inside[1]} (written by a broker <= 3.7)", expected=inside[1], found=offset))
+                out.append(Finding(path, where, idx.TIME_ENTRY_SIZE, FindingKind.TIMEINDEX_RECORD_OFFSET, f"entry {i} offset {offset} is a record inside the batch ending at {inside[1]} (written by a broker <= 3.7)", expected=inside[1], found=offset))
                 if inside[2] != ts:
-                    out.append(Finding(path, where, 12, FindingKind.TIMEINDEX_TIMESTAMP_MISMATCH, f"entry {i} timestamp {ts} differs from the largest timestamp up to the batch holding offset {offset}, {inside[2]}", expected=inside[2], found=ts))
+                    out.append(Finding(path, where, idx.TIME_ENTRY_SIZE, FindingKind.TIMEINDEX_TIMESTAMP_MISMATCH, f"entry {i} timestamp {ts} differs from the largest timestamp up to the batch holding offset {offset}, {inside[2]}", expected=inside[2], found=ts))
                 continue
-            out.append(Finding(path, where, 12, FindingKind.TIMEINDEX_ENTRY_NOT_FOUND, f"entry {i} offset {offset} is not in any batch", expected="a batch's last offset", found=offset))
+            out.append(Finding(path, where, idx.TIME_ENTRY_SIZE, FindingKind.TIMEINDEX_ENTRY_NOT_FOUND, f"entry {i} offset {offset} is not in any batch", expected="a batch's last offset", found=offset))
             continue
         if found[1] != ts:
-            out.append(Finding(path, where, 12, FindingKind.TIMEINDEX_TIMESTAMP_MISMATCH, f"entry {i} timestamp {ts} differs from the largest timestamp up to offset {offset}, {found[1]}", expected=found[1], found=ts))
+            out.append(Finding(path, where, idx.TIME_ENTRY_SIZE, FindingKind.TIMEINDEX_TIMESTAMP_MISMATCH, f"entry {i} timestamp {ts} differs from the largest timestamp up to offset {offset}, {found[1]}", expected=found[1], found=ts))
 
 
 def _check_txn_index(path: str, facts: SegmentFacts, out: list[Finding]) -> None:
@@ -165,16 +165,16 @@ def _check_txn_index(path: str, facts: SegmentFacts, out: list[Finding]) -> None
     try:
         entries = list(txn.iter_txn_index(data, os.path.abspath(path)))
     except KafkaToolError as e:
-        out.append(Finding(path, e.position, 34, FindingKind.TXNINDEX_INVALID, e.message))
+        out.append(Finding(path, e.position, txn.TXN_ENTRY_SIZE, FindingKind.TXNINDEX_INVALID, e.message))
         return
-    if len(data) % 34:
-        out.append(Finding(path, len(data) - len(data) % 34, len(data) % 34, FindingKind.TXNINDEX_INVALID, f"{len(data) % 34} bytes of a partial entry at the end (ignored by Kafka)"))
+    if len(data) % txn.TXN_ENTRY_SIZE:
+        out.append(Finding(path, len(data) - len(data) % txn.TXN_ENTRY_SIZE, len(data) % txn.TXN_ENTRY_SIZE, FindingKind.TXNINDEX_INVALID, f"{len(data) % txn.TXN_ENTRY_SIZE} bytes of a partial entry at the end (ignored by Kafka)"))
     for i, e in enumerate(entries):
-        where = i * 34
+        where = i * txn.TXN_ENTRY_SIZE
         if e.last_offset < facts.base:
-            out.append(Finding(path, where, 34, FindingKind.TXNINDEX_BELOW_BASE, f"entry {i} lastOffset {e.last_offset} is below the segment base {facts.base}", expected=f">= {facts.base}", found=e.last_offset))
+            out.append(Finding(path, where, txn.TXN_ENTRY_SIZE, FindingKind.TXNINDEX_BELOW_BASE, f"entry {i} lastOffset {e.last_offset} is below the segment base {facts.base}", expected=f">= {facts.base}", found=e.last_offset))
         elif (e.producer_id, e.last_offset) not in facts.abort_markers:
-            out.append(Finding(path, where, 34, FindingKind.TXNINDEX_NO_ABORT_MARKER, f"entry {i}: no ABORT marker of producer {e.producer_id} at offset {e.last_offset}", expected="an ABORT marker", found=e.last_offset))
+            out.append(Finding(path, where, txn.TXN_ENTRY_SIZE, FindingKind.TXNINDEX_NO_ABORT_MARKER, f"entry {i}: no ABORT marker of producer {e.producer_id} at offset {e.last_offset}", expected="an ABORT marker", found=e.last_offset))
     listed = {(e.producer_id, e.last_offset) for e in entries}
     for pid, began, marker in facts.expected_aborts:
         if (pid, marker) not in listed:
@@ -191,7 +191,7 @@ def _check_snapshot(path: str, part: PartitionFacts, out: list[Finding]) -> None
         out.append(Finding(path, e.position, None, FindingKind.SNAPSHOT_INVALID, e.message))
         return
     if not s.crc_valid:
-        out.append(Finding(path, 2, 4, FindingKind.SNAPSHOT_CRC_MISMATCH, f"Snapshot is corrupt (CRC is no longer valid) (stored crc {s.crc}, computed crc {s.computed_crc})", expected=s.computed_crc, found=s.crc))
+        out.append(Finding(path, snap.CRC_OFFSET, snap.ENTRIES_OFFSET - snap.CRC_OFFSET, FindingKind.SNAPSHOT_CRC_MISMATCH, f"Snapshot is corrupt (CRC is no longer valid) (stored crc {s.crc}, computed crc {s.computed_crc})", expected=s.computed_crc, found=s.crc))
     try:
         at = names.parse_base_offset(name)
     except KafkaToolError:
