@@ -37,10 +37,13 @@ from kafkatool.safety import (
     Manifest,
     RepairError,
     fault_point,
+    find_pending_state,
     fsync_dir,
     fsync_fd,
+    is_staging_dir,
     iter_range,
     read_manifest,
+    remove_staging_dirs,
     write_all,
     write_error,
 )
@@ -239,7 +242,6 @@ def plan_restore(backup_dir: str, log_dirs: dict[str, str] | None = None,
     Reads only. Hashes every file that has the size of one of its states and every backup file a
     step needs (so a damaged backup is found before anything is written).
     """
-    from kafkatool.repair import find_pending_state  # the operations layer: what interrupted runs left
 
     manifest = read_manifest(backup_dir)
     mapping = {d: d for d in manifest.log_dirs}
@@ -477,7 +479,6 @@ def apply_restore(plan: RestorePlan) -> RestoreReport:
     """
     if plan.problems:
         raise plan.problems[0]
-    from kafkatool.repair import is_staging_dir, remove_staging_dirs
 
     removed = remove_staging_dirs([p for p in plan.leftovers if is_staging_dir(p)])
     for p in plan.leftovers:
@@ -504,7 +505,6 @@ def apply_restore(plan: RestorePlan) -> RestoreReport:
 
 def log_dirs_to_lock(plan: RestorePlan) -> tuple[str, ...]:
     """The log dirs whose ``.lock`` an ``--execute`` must hold: those of the files to restore."""
-    from kafkatool.repair import is_staging_dir
 
     dirs = [f.log_dir for f in plan.files if f.needs_changes]
     dirs += [os.path.dirname(p) if is_staging_dir(p) else os.path.dirname(os.path.dirname(p)) for p in plan.leftovers]

@@ -63,10 +63,7 @@ refuse, naming the file and what changed, with the way out.
 
 from __future__ import annotations
 
-import errno
-import json
 import os
-import shlex
 import stat
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -76,30 +73,36 @@ from kafkatool.record.control import control_type_name, decode_control_key, deco
 from kafkatool.record.records import first_batch_record
 from kafkatool.record.v2 import V2_HEADER_SIZE, decode_records
 from kafkatool.record.varint import decode_varint
-from kafkatool.repair import (
-    JOURNAL_SUFFIX,
+from kafkatool.record.layout import CONTROL_BIT, INT32_MAX, codec_of
+from kafkatool.repair import walk_as_recovery
+from kafkatool.safety import (
     TEMP_SUFFIX,
+    TRUNCATE_JOURNAL,
     ExchangeUnavailable,
     PartitionRefused,
     RepairError,
-    stage_file,
-    unlink_all,
+    StaleJournalError,
+    TruncateBackup,
     apply_locked,
+    commit_journal,
+    describe_pid,
     exchange_partition,
     exchange_unavailable,
-    find_staging_dirs,
-    link_or_copy,
-    remove_staging_dirs,
-    walk_as_recovery,
-)
-from kafkatool.safety import (
-    TruncateBackup,
-    describe_pid,
     fault_point,
+    find_staging_dirs,
     fsync_dir,
+    identity,
+    journal_record,
+    journal_work,
+    link_or_copy,
     lock_holder,
+    make_temp,
+    read_journal,
     real_log_dir_of,
+    remove_staging_dirs,
+    roll_forward,
     sha256_hex,
+    unlink_all,
 )
 from kafkatool.segment import files as names
 from kafkatool.segment.checkpoint import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
@@ -134,14 +137,7 @@ __all__ = [
     "TRUNCATE_JOURNAL",
 ]
 
-TRUNCATE_JOURNAL = "kafkatool-truncate" + JOURNAL_SUFFIX
-"""The partition-level journal: present between the commit point and the last rename/move."""
-JOURNAL_VERSION = 2
-"""Version 2 journals record the identity of every file (size, mtime, inode, small files' sha256)."""
-_INT32_MAX = 2147483647
 _SEGMENT_KINDS = (names.FileKind.LOG, names.FileKind.INDEX, names.FileKind.TIMEINDEX, names.FileKind.TXNINDEX)
-_HASH_LIMIT = 16 << 20
-"""Files up to this size get a sha256 in the journal (indexes, snapshots, small segments)."""
 _MARKER_READ_LIMIT = 16 << 20
 """A control batch larger than this is not read for its marker (a transaction marker is 78 bytes)."""
 _MAX_HEADER_ZEROS = 11
@@ -298,7 +294,7 @@ def _first_record(batch, data) -> tuple[bytes | None, bytes | None]:
     with a count of 1 the bytes after it must be none). Compressed: every record is
     decompressed and decoded first, as ``DefaultRecordBatch.iterator`` does.
     """
-    if batch.attributes & 0x07:
+    if codec_of(batch.attributes):
         first = first_batch_record(batch, data)
         return (first.key, first.value) if first is not None else (None, None)
     end = batch.size
@@ -315,7 +311,7 @@ def _marker_problem(batch, data) -> tuple[str, str] | None:
     loop stops right after the batch, which ``validBytes`` already counts), ``("fatal", why)``
     when it throws anything else (the log fails to load)."""
     magic = batch.magic
-    if magic < 2 or magic >= 128 or not batch.attributes & 0x20 or batch.producer_id < 0 or not batch.count:
+    if magic < 2 or magic >= 128 or not batch.attributes & CONTROL_BIT or batch.producer_id < 0 or not batch.count:
         return None  # hasProducerId is producerId > -1; an empty control batch is skipped
     if data is None:
         return "fatal", (f"a control batch of {batch.size} bytes is too large for kafkatool to read its "
@@ -387,12 +383,12 @@ def _walk(log_path: str, base: int, builder: IndexBuilder, start: int, *, marker
 
     def check(batch) -> str | None:
         rel = batch.offset + batch.last_offset_delta - base
-        if rel < 0 or rel > _INT32_MAX:
+        if rel < 0 or rel > INT32_MAX:
             found["kind"] = "overflow"
             return (f"offset {batch.offset + batch.last_offset_delta} does not fit a segment with base offset {base} "
-                    f"(relative offsets 0..{_INT32_MAX}): the broker's recovery splits such a segment when its last "
+                    f"(relative offsets 0..{INT32_MAX}): the broker's recovery splits such a segment when its last "
                     "batch overflows (§12.5) and fails to load it otherwise; kafkatool does not split segments")
-        if markers == "refuse" and batch.attributes & 0x20 and batch.producer_id >= 0:
+        if markers == "refuse" and batch.attributes & CONTROL_BIT and batch.producer_id >= 0:
             if not fds:
                 fds.append(os.open(log_path, os.O_RDONLY))
             data = os.pread(fds[0], batch.size, batch.position) if batch.size <= _MARKER_READ_LIMIT else None
@@ -848,7 +844,7 @@ def plan_truncate(
     staging = find_staging_dirs(partition_dir)
     if journal is not None:
         try:
-            _journal_work(journal)
+            journal_work(journal)
         except RepairError as e:
             refusal = _journal_refusal(partition_dir, journal, e)
             if refusal is None:  # the run that wrote it completed it meanwhile: plan what is there now
@@ -963,7 +959,7 @@ def plan_truncate_paths(
     ``on_error(partition_dir, error)``: a partition that cannot be read (an OSError) is reported
     there and skipped, so the others are still planned; without it the error propagates.
     """
-    from kafkatool.repair import scan_targets
+    from kafkatool.targets import scan_targets
 
     by_dir: dict[str, list[str]] = {}
     for s in scan_targets(paths).segments if segments is None else segments:
@@ -1015,249 +1011,6 @@ def _journal_refusal(partition_dir: str, journal: str, error: RepairError) -> Re
 
 
 
-class StaleJournalError(PartitionRefused):
-    """A committed journal whose files changed since it was written: completing it would move or
-    overwrite data written since (a broker ran on the partition). Nothing was changed."""
-
-    def __init__(self, message: str, **kw) -> None:
-        super().__init__(message, kind="stale_journal", **kw)
-
-
-def _identity(path: str, *, digest: bool = True) -> dict | None:
-    """``{size, mtimeNs, ino}`` of ``path`` itself (a link is not followed), plus ``sha256`` for a
-    regular file up to 16 MiB when ``digest``; None when it does not exist."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    ident = {"size": st.st_size, "mtimeNs": st.st_mtime_ns, "ino": st.st_ino, "regular": stat.S_ISREG(st.st_mode)}
-    if digest and ident["regular"] and st.st_size <= _HASH_LIMIT:
-        ident["sha256"] = _sha256_nofollow(path)
-    return ident
-
-
-def _sha256_nofollow(path: str) -> str | None:
-    import hashlib
-
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    h = hashlib.sha256()
-    try:
-        while piece := os.read(fd, 1 << 20):
-            h.update(piece)
-    finally:
-        os.close(fd)
-    return h.hexdigest()
-
-
-def _differs(now: dict | None, recorded: dict | None) -> str | None:
-    """What changed between a recorded identity and the file now, or None when nothing did."""
-    if recorded is None:
-        return None if now is None else f"it did not exist, and now it does ({_describe(now)})"
-    if now is None:
-        return f"it is gone (recorded {_describe(recorded)})"
-    changed = [w for k, w in (("size", "size"), ("mtimeNs", "mtime"), ("ino", "inode")) if now.get(k) != recorded.get(k)]
-    if not now.get("regular", True):
-        changed.append("type")
-    if recorded.get("sha256") and now.get("sha256") and now["sha256"] != recorded["sha256"]:
-        changed.append("content")
-    if not changed:
-        return None
-    what = changed[0] if len(changed) == 1 else ", ".join(changed[:-1]) + " and " + changed[-1]
-    return f"its {what} changed (recorded {_describe(recorded)}; found {_describe(now)})"
-
-
-def _describe(ident: dict) -> str:
-    import time
-
-    ns = ident.get("mtimeNs", 0)
-    when = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000)) + f".{ns % 1_000_000_000:09d}Z"
-    text = f"{ident.get('size')} bytes, mtime {when}, inode {ident.get('ino')}"
-    if not ident.get("regular", True):
-        text += ", not a regular file"
-    return text
-
-
-def _plain(name: object) -> bool:
-    return isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\0" not in name
-
-
-def _read_journal(journal_path: str) -> dict:
-    """The journal, checked for shape: names of files of its own directory, moves into its backup dir."""
-    temps = [os.path.join(os.path.dirname(journal_path), n) for n in sorted(os.listdir(os.path.dirname(journal_path)))
-             if n.endswith(TEMP_SUFFIX)]
-    try:
-        fd = os.open(journal_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
-        with os.fdopen(fd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise ValueError("not a regular file")
-            record = json.loads(f.read(64 << 20).decode("utf-8", "surrogateescape"))
-    except (OSError, ValueError) as e:
-        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
-        raise StaleJournalError(f"cannot read this journal of an interrupted truncate ({why}). "
-                                + _way_out(journal_path, temps), path=journal_path) from None
-    if not isinstance(record, dict) or record.get("version") != JOURNAL_VERSION:
-        raise StaleJournalError(
-            "this journal of an interrupted truncate was written by an older kafkatool: it records no size, mtime "
-            "and inode of the files it moves, so completing it could move data a broker wrote since. "
-            + _way_out(journal_path, temps), path=journal_path)
-    backup_dir = record.get("backupDir")
-    ok = isinstance(backup_dir, str) and os.path.isabs(backup_dir)
-    for r in record.get("replace", ()) if ok else ():
-        ok = ok and isinstance(r, dict) and _plain(r.get("temp")) and _plain(r.get("target")) \
-            and r["temp"] == r["target"] + TEMP_SUFFIX
-    for m in record.get("move", ()) if ok else ():
-        dest = m.get("dest") if isinstance(m, dict) else None
-        ok = ok and _plain(m.get("source")) and isinstance(dest, str) and os.path.isabs(dest) \
-            and os.path.commonpath([os.path.normpath(dest), backup_dir]) == os.path.normpath(backup_dir) \
-            and ".." not in dest.split("/")
-    if not ok or not isinstance(record.get("replace"), list) or not isinstance(record.get("move"), list):
-        raise StaleJournalError("this journal of an interrupted truncate is malformed. " + _way_out(journal_path, temps),
-                                path=journal_path)
-    return record
-
-
-def _way_out(journal_path: str, temps: Sequence[str], backup_dir: str | None = None) -> str:
-    rm = " ".join(shlex.quote(p) for p in [journal_path, *temps])
-    kept = f" (the earlier backup {backup_dir} still holds what the interrupted run removed)" if backup_dir else ""
-    return (f"Nothing was changed. To start over from what is on disk{kept}: rm -- {rm}; then run "
-            "kafkatool truncate again")
-
-
-def _journal_work(journal_path: str) -> tuple[dict, list[tuple[str, str]], list[tuple[str, str]]]:
-    """The work a committed journal still has: ``(record, renames (temp, target), moves (source, dest))``.
-
-    Raises :class:`StaleJournalError` when a file it still has to rename or move is not exactly
-    as recorded, or when work remains and a file it already renamed or moved changed since
-    (then a broker ran on a mix of old and new files, and the rest of the journal no longer
-    applies). A journal with nothing left to do is fine whatever happened since.
-    """
-    record = _read_journal(journal_path)
-    directory = os.path.dirname(journal_path)
-    renames: list[tuple[str, str]] = []
-    moves: list[tuple[str, str]] = []
-    problems: list[tuple[str, str]] = []
-    settled: list[tuple[str, str]] = []  # what changed after a step that was done
-    temps = [os.path.join(directory, r["temp"]) for r in record["replace"]]
-    for r in record["replace"]:
-        tmp, target = os.path.join(directory, r["temp"]), os.path.join(directory, r["target"])
-        tmp_now = _identity(tmp)
-        if tmp_now is not None:
-            why = _differs(tmp_now, r.get("new"))
-            if why is not None:
-                problems.append((tmp, f"the new file the journal wrote: {why}"))
-                continue
-            why = _differs(_identity(target), r.get("old"))
-            if why is not None:
-                problems.append((target, f"changed since the interrupted truncate's journal recorded it: {why}"))
-                continue
-            renames.append((tmp, target))
-        else:
-            why = _differs(_identity(target, digest=False), {k: v for k, v in (r.get("new") or {}).items() if k != "sha256"})
-            if why is not None:
-                settled.append((target, f"renamed into place by the interrupted run, then {why}"))
-    for m in record["move"]:
-        src, dest = os.path.join(directory, m["source"]), m["dest"]
-        src_now = _identity(src, digest=bool((m.get("old") or {}).get("sha256")))
-        if src_now is not None:
-            why = _differs(src_now, m.get("old"))
-            if why is not None:
-                problems.append((src, f"changed since the interrupted truncate's journal recorded it: {why}"))
-            elif not os.path.isdir(os.path.dirname(dest)):
-                problems.append((dest, "the backup dir the journal moves this file into is gone"))
-            else:
-                moves.append((src, dest))
-        elif not os.path.lexists(dest):
-            settled.append((src, "the journal moves it to the backup, but it is neither here nor there"))
-    if not problems and (renames or moves) and settled:
-        problems = settled
-    if problems:
-        path, why = problems[0]
-        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
-        raise StaleJournalError(
-            f"{why}{more}: a broker has probably run on this partition since the truncate that wrote the journal "
-            f"{journal_path} was interrupted, and completing that journal would move or overwrite what it wrote. "
-            + _way_out(journal_path, [t for t in temps if os.path.lexists(t)], record.get("backupDir")),
-            path=path)
-    return record, renames, moves
-
-
-def _named(e: OSError, path: str) -> OSError:
-    """``e`` naming ``path`` when the system named no file (a full disk found by a write or an fsync)."""
-    if e.filename is None:
-        return OSError(e.errno, e.strerror or str(e), path)
-    return e
-
-
-def _make_temp(target: str, like: os.stat_result, *, data: bytes | None = None, source: str | None = None,
-               ranges: Sequence[tuple[int, int]] | None = None) -> str:
-    """``<target>.kafkatool-tmp`` holding the new content, created exclusively (an existing name,
-    even a symbolic link, is removed first and never written through), with the owner and mode
-    of ``like``, fsynced. A failed write removes the partial file and names it."""
-    tmp = target + TEMP_SUFFIX
-    if os.path.lexists(tmp):
-        os.unlink(tmp)
-    try:
-        stage_file(tmp, like, data=data, source=source, ranges=ranges)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise _named(e, tmp) from None
-    fault_point("after temp fsync")
-    return tmp
-
-
-def _move(src: str, dst: str) -> None:
-    """Move one file into the backup: a rename, or copy + fsync + unlink across file systems."""
-    try:
-        os.rename(src, dst)
-    except OSError as e:
-        if e.errno != errno.EXDEV:
-            raise
-        tmp = dst + TEMP_SUFFIX
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        try:
-            stage_file(tmp, os.lstat(src), source=src)
-        except OSError as e2:
-            raise _named(e2, tmp) from None
-        os.replace(tmp, dst)
-        fsync_dir(os.path.dirname(dst))
-        os.unlink(src)
-
-
-def _roll_forward(journal_path: str) -> list[str]:
-    """Complete a committed journal (rename the temps that remain, move the files that remain),
-    after checking that every one of them is as recorded (:func:`_journal_work`)."""
-    record, renames, moves = _journal_work(journal_path)
-    directory = os.path.dirname(journal_path)
-    done = []
-    for tmp, target in renames:
-        os.replace(tmp, target)
-        fault_point("after rename")
-        done.append(target)
-    for src, dest in moves:
-        if os.path.lexists(dest) and os.path.getsize(dest) == os.lstat(src).st_size:
-            os.unlink(src)  # a cross-device copy finished before the crash
-        else:
-            _move(src, dest)
-        fault_point("after move")
-        done.append(src)
-    fsync_dir(directory)
-    for d in {os.path.dirname(m["dest"]) for m in record["move"]}:
-        if os.path.isdir(d):
-            fsync_dir(d)
-    fault_point("after directory fsync")
-    os.unlink(journal_path)
-    fsync_dir(directory)
-    fault_point("after journal removal")
-    return done
-
-
 # ----------------------------------------------------------------------------- apply
 
 
@@ -1303,7 +1056,7 @@ def _segment_log(path: str) -> str | None:
 
 def _apply_by_exchange(plan: TruncatePlan, backup: TruncateBackup) -> None:
     """Build the new partition dir beside the old one and switch them at once
-    (:func:`kafkatool.repair.exchange_partition`); the backup is complete before the switch."""
+    (:func:`kafkatool.safety.exchange_partition`); the backup is complete before the switch."""
 
     def save_before_switch() -> None:
         for src, dest in _backup_everything(plan, backup):
@@ -1362,8 +1115,8 @@ def apply_truncate(
     # a staging dir of an interrupted run first: always safe to remove, and the exchange needs its name
     removed_leftovers: list[str] = remove_staging_dirs(plan.staging_leftovers)
     if plan.interrupted_journal is not None:
-        earlier_backup = _read_journal(plan.interrupted_journal).get("backupDir")
-        _roll_forward(plan.interrupted_journal)
+        earlier_backup = read_journal(plan.interrupted_journal).get("backupDir")
+        roll_forward(plan.interrupted_journal)
         removed_leftovers += unlink_all(plan.leftovers)
         # the completed state is the earlier run's new state; anything still needed is planned afresh
         again = plan_truncate(directory, plan.keep_valid_after, index_interval_bytes)
@@ -1429,38 +1182,18 @@ def _apply_by_journal(plan: TruncatePlan, backup: TruncateBackup, removed_leftov
     # 2. the new files beside the old ones, each with the owner and mode of the file it replaces
     replace = []
     for c in plan.cuts:
-        old = _identity(c.log_path)
-        tmp = _make_temp(c.log_path, os.stat(c.log_path), source=c.log_path, ranges=c.kept)
+        old = identity(c.log_path)
+        tmp = make_temp(c.log_path, os.stat(c.log_path), source=c.log_path, ranges=c.kept)
         replace.append((tmp, c.log_path, old))
     for r in plan.rewrites:
-        old = _identity(r.path)
-        tmp = _make_temp(r.path, _like(r.path, directory), data=r.data)
+        old = identity(r.path)
+        tmp = make_temp(r.path, _like(r.path, directory), data=r.data)
         replace.append((tmp, r.path, old))
     # 3. the commit point: what every file is now, so that completing it later can tell a broker ran since
-    record = {
-        "tool": "kafkatool truncate",
-        "version": JOURNAL_VERSION,
-        "backupDir": backup.root,
-        "replace": [
-            {"temp": os.path.basename(t), "target": os.path.basename(p), "old": old, "new": _identity(t)}
-            for t, p, old in replace
-        ],
-        "move": [{"source": os.path.basename(s), "dest": d, "old": _identity(s)} for s, d in move_dests],
-    }
     journal = os.path.join(directory, TRUNCATE_JOURNAL)
-    pending = journal + TEMP_SUFFIX
-    if os.path.lexists(pending):
-        os.unlink(pending)
-    text = json.dumps(record, separators=(",", ":")).encode("ascii")  # ASCII: any file name, escaped
-    try:
-        stage_file(pending, _like(journal, directory), data=text)
-    except OSError as e:
-        raise _named(e, pending) from None
-    os.replace(pending, journal)
-    fsync_dir(directory)
-    fault_point("after journal")
+    commit_journal(journal, journal_record("kafkatool truncate", backup.root, replace, move_dests), _like(journal, directory))
     # 4. renames and moves, then the journal goes
-    _roll_forward(journal)
+    roll_forward(journal)
 
 
 def _verify(plan: TruncatePlan) -> None:
@@ -1530,10 +1263,12 @@ def apply_truncate_all(
     on_partition: Callable[[TruncateReport], None] | None = None,
     on_start: Callable[[str], None] | None = None,
     on_refused: Callable | None = None,
+    on_report: Callable[[TruncateReport], None] | None = None,
 ) -> list[TruncateReport]:
-    """Apply several truncate plans (see :func:`kafkatool.repair.apply_locked`); refused plans are
+    """Apply several truncate plans (see :func:`kafkatool.safety.apply_locked`); refused plans are
     skipped. With ``on_refused``, a partition refused under the lock (it changed since it was
-    planned, its journal is stale) is reported there and the others go on."""
+    planned, its journal is stale) is reported there and the others go on. ``on_report`` is
+    ``on_partition``'s other name (the one every plan/apply command takes)."""
     return apply_locked(
         [p for p in plans if not p.refusals],
         backup_dir,
@@ -1541,7 +1276,7 @@ def apply_truncate_all(
         lambda root: TruncateBackup(root, tool="kafkatool truncate"),
         force=force,
         allow_transitional=allow_transitional,
-        on_report=on_partition,
+        on_report=on_report or on_partition,
         on_start=on_start,
         on_refused=on_refused,
     )

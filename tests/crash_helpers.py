@@ -82,7 +82,7 @@ def kafkatool(*args: str, fault_at: int | None = None, no_exchange: bool = False
                 os.setgroups([])
                 os.setgid(user)
                 os.setuid(user)
-            safety._fault_count = 0
+            safety.reset_fault_count()
             try:
                 main(list(args))
                 code = 0

@@ -22,6 +22,7 @@ import pytest
 from conftest import FIXTURES
 from crash_helpers import kafkatool, other_dirs, whole_state
 from kafkatool import repair
+from kafkatool.safety import exchange
 from kafkatool.repair import (
     NO_EXCHANGE_ENV,
     STAGING_TAG,
@@ -265,8 +266,8 @@ def test_refused_exchange_falls_back(run, tmp_path: Path, monkeypatch, truncate_
     def refuse(a, b):
         raise OSError(errno.EINVAL, os.strerror(errno.EINVAL), a)
 
-    monkeypatch.setattr(repair, "exchange_dirs", refuse)
-    monkeypatch.setattr(repair, "_exchange_probed", {})
+    monkeypatch.setattr(exchange, "exchange_dirs", refuse)
+    monkeypatch.setattr(exchange, "_exchange_probed", {})
     part = damaged_partition(tmp_path / "x")
     bk = tmp_path / "bk"
     r = run("truncate", "--execute", "--format", "jsonl", "--index-interval-bytes", INTERVAL, "--backup-dir", str(bk), str(part))
@@ -276,7 +277,7 @@ def test_refused_exchange_falls_back(run, tmp_path: Path, monkeypatch, truncate_
 
 
 def test_no_renameat2_falls_back(run, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(repair, "_renameat2_cache", ["renameat2(RENAME_EXCHANGE) is Linux-only (this is darwin)"])
+    monkeypatch.setattr(exchange, "_renameat2_cache", ["renameat2(RENAME_EXCHANGE) is Linux-only (this is darwin)"])
     part = copy_fixture(tmp_path)
     r = run("reindex", "--execute", "--all", "--format", "jsonl", "--backup-dir", str(tmp_path / "bk"), str(part))
     assert r.code == 0 and _methods(r) == {"journal (renameat2(RENAME_EXCHANGE) is Linux-only (this is darwin))"}, r

@@ -20,7 +20,8 @@ import pytest
 from conftest import REPO, real_fixture
 from crash_helpers import kafkatool
 from test_reindex import HOLD_LOCK  # a process holding <log dir>/.lock as the broker does
-from kafkatool import repair
+from kafkatool import reindex, repair
+from kafkatool.safety import apply, exchange
 from kafkatool.record.v2 import RecordSpec, encode_batch
 
 SEG0 = "00000000000000000000"
@@ -437,7 +438,7 @@ def test_ctrl_c_while_planning_is_one_line_and_130(run, tmp_path: Path, monkeypa
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(repair, "plan_reindex_all", interrupted)
+    monkeypatch.setattr(reindex, "plan_reindex_all", interrupted)
     r = run("reindex", "--execute", str(logdir))
     assert r.code == 130, r
     assert r.err.strip().splitlines() == ["kafkatool reindex: interrupted while planning; nothing was changed"]
@@ -445,7 +446,7 @@ def test_ctrl_c_while_planning_is_one_line_and_130(run, tmp_path: Path, monkeypa
 
 def test_ctrl_c_during_execute_says_the_state_of_each_partition(run, tmp_path: Path, monkeypatch) -> None:
     logdir = _three_partitions(tmp_path)
-    real_fault_point = repair.fault_point
+    real_fault_point = exchange.fault_point
     seen = []
 
     def fault_point(label: str) -> None:  # Ctrl-C in the second partition, right after its exchange
@@ -454,7 +455,7 @@ def test_ctrl_c_during_execute_says_the_state_of_each_partition(run, tmp_path: P
             raise KeyboardInterrupt
         real_fault_point(label)
 
-    monkeypatch.setattr(repair, "fault_point", fault_point)
+    monkeypatch.setattr(exchange, "fault_point", fault_point)
     r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(logdir))
     assert r.code == 130, r
     lines = r.err.strip().splitlines()
@@ -468,7 +469,7 @@ def test_ctrl_c_during_execute_says_the_state_of_each_partition(run, tmp_path: P
     assert lines[3] == f"  {c}: untouched"
     assert (logdir / "a-0" / f"{SEG0}.index").exists() and (logdir / "b-0" / f"{SEG0}.index").exists()
     assert not (logdir / "c-0" / f"{SEG0}.index").exists()
-    monkeypatch.setattr(repair, "fault_point", real_fault_point)
+    monkeypatch.setattr(exchange, "fault_point", real_fault_point)
     r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk2"), str(logdir))
     assert r.code == 0 and not (logdir / staging).exists() and (logdir / "c-0" / f"{SEG0}.index").exists(), r
 
@@ -604,7 +605,7 @@ def test_a_temp_symlink_planted_after_the_plan_is_not_followed(run, tmp_path: Pa
             super().acquire()
             os.symlink(victim, part / f"{SEG0}.index.kafkatool-tmp")
 
-    monkeypatch.setattr(repair, "LogDirLock", PlantingLock)
+    monkeypatch.setattr(apply, "LogDirLock", PlantingLock)
     r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(part))
     assert r.code == 0, r
     assert victim.read_bytes() == b"precious"
@@ -670,12 +671,12 @@ def test_a_partition_that_changed_between_plan_and_lock_is_refused_the_others_do
                 (logdir / "a-0" / f"{SEG0}.index").write_bytes(b"")
             super().acquire()
 
-    monkeypatch.setattr(repair, "LogDirLock", RacingLock)
+    monkeypatch.setattr(apply, "LogDirLock", RacingLock)
     r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(logdir))
     assert r.code == 1, r
     assert "changed since it was planned" in r.out and "run again" in r.out
     assert (logdir / "b-0" / f"{SEG0}.index").exists() and (logdir / "c-0" / f"{SEG0}.index").exists()
-    monkeypatch.setattr(repair, "LogDirLock", real_lock)
+    monkeypatch.setattr(apply, "LogDirLock", real_lock)
     assert run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk2"), str(logdir)).code == 0
 
 

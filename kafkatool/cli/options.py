@@ -6,7 +6,9 @@ once, as pip-tools does.
 * :func:`exit_on_error`: a refusal or an I/O error ends the command in one line, exit status 2;
 * :class:`ApplyStates` and :func:`interruptible`: on Ctrl-C (or a failure) during ``--execute``,
   say in which state each partition dir was left, and exit 130;
-* :func:`plural`, :func:`safe_text_stream`, :func:`json_lines_stream`: small output helpers.
+* :func:`execute_plans`: ``--execute`` itself, the same for both (the lock, the backup dir, the
+  callbacks above, what was done printed before a refusal ends the run);
+* :func:`safe_text_stream`, :func:`json_lines_stream`: small output helpers.
 """
 
 from __future__ import annotations
@@ -119,13 +121,13 @@ class ApplyStates:
     * ``refused``: left as it was (the reason was reported);
     * ``interrupted``: started and not finished. The write path leaves the old state or the
       new one, complete, plus at most a staging dir or a journal and its temp files, which
-      ``pending(partition_dir)`` lists (``kafkatool.repair.find_pending_state``); the line names
+      ``pending(partition_dir)`` lists (``kafkatool.safety.find_pending_state``); the line names
       them and the command whose next ``--execute`` completes or removes them.
 
     ``command`` is the command to run again (``reindex``, ``truncate``). Use: build it from the
     partition dirs of the plans that need changes, pass :meth:`start` as ``on_start`` and call
     :meth:`finish`/:meth:`refuse` from the report and refusal callbacks of
-    ``kafkatool.repair.apply_locked``.
+    ``kafkatool.safety.apply_locked`` (:func:`execute_plans` does all of it).
     """
 
     def __init__(self, command: str, partition_dirs: Iterable[str],
@@ -204,8 +206,62 @@ def interruptible(command: str, out, states: ApplyStates | None = None) -> Itera
         sys.exit(ExitCode.INTERRUPTED)
 
 
+def execute_plans(
+    command: str,
+    needing: Sequence,
+    key: Callable,
+    apply: Callable,
+    *,
+    backup_dir: str | None,
+    states: ApplyStates,
+    out,
+    fmt: str,
+    plan_object: Callable,
+    **options,
+) -> tuple[dict, dict]:
+    """``--execute``: apply the plans that need changes (``apply``: ``kafkatool.reindex.apply_all``,
+    ``kafkatool.truncate.apply_truncate_all``, called with ``on_report``, ``on_start``,
+    ``on_refused`` and ``options``) into ``backup_dir`` or else the default backup dir beside each
+    log dir, one timestamp for the run.
+
+    Returns ``(reports, refused)``, both keyed by ``key(plan)``: the report of each plan applied,
+    and the :class:`~kafkatool.safety.PartitionRefused` of each plan refused under the lock. On
+    Ctrl-C or an error the run ends here (:func:`interruptible`, :func:`exit_on_error`, with the
+    state of each partition dir); with ``fmt`` ``jsonl``, the plans applied before are printed
+    first (``plan_object(plan, report)``).
+    """
+    import time
+
+    from kafkatool.safety import default_backup_dir
+
+    reports: dict = {}
+    refused: dict = {}
+
+    def record(r) -> None:
+        reports[key(r.plan)] = r
+        states.finish(r.plan.partition_dir)
+
+    def refuse(partition_plans, e) -> None:
+        for p in partition_plans:
+            refused[key(p)] = e
+        states.refuse(partition_plans[0].partition_dir, str(e))
+
+    def report_done() -> None:  # say what was done before the refusal or failure
+        if fmt == "jsonl":
+            for p in needing:
+                if key(p) in reports:
+                    out.write(compact_json(plan_object(p, reports[key(p)])) + "\n")
+
+    if needing:
+        stamp = time.time()
+        chooser = backup_dir if backup_dir else (lambda log_dir: default_backup_dir(log_dir, stamp))
+        with interruptible(command, out, states), exit_on_error(out, report_done, states):
+            apply(needing, chooser, on_report=record, on_start=states.start, on_refused=refuse, **options)
+    return reports, refused
+
+
 def refuse_bad_targets(targets, paths: Sequence[str], *, nothing_is_an_error: bool = True) -> None:
-    """End the command with exit status 2 when ``targets`` (``kafkatool.repair.scan_targets``)
+    """End the command with exit status 2 when ``targets`` (``kafkatool.targets.scan_targets``)
     hold a usage error (a named file that is not a segment: one line each on standard error),
     or, unless ``nothing_is_an_error`` is false, when ``paths`` hold nothing Kafka at all."""
     from kafkatool.cli.main import ExitCode
@@ -234,11 +290,6 @@ def warn_live_brokers(command: str, log_dirs, consequence: str) -> None:
         if pid is not None:
             sys.stderr.write(f"kafkatool {command}: warning: {describe_pid(pid)} holds {os.path.join(d, '.lock')} "
                              f"(a live broker?): {consequence}\n")
-
-
-def plural(n: int, word: str, words: str | None = None) -> str:
-    """``1 segment``, ``2 segments`` (``words`` when the plural is not ``word + "s"``)."""
-    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
 def safe_text_stream(stream) -> None:
@@ -284,10 +335,3 @@ def json_lines_stream(stream) -> None:
             reconfigure(errors="kafkatool-json-escape")
         except (ValueError, OSError, TypeError):
             pass
-
-
-def method_phrase(method: str) -> str:
-    """A report's ``method`` (``exchange``, ``journal (why)``) as a phrase for the ``done`` line."""
-    if method == "exchange":
-        return "the partition dir switched at once"
-    return "renamed one by one under a journal: " + method.removeprefix("journal (").removesuffix(")")

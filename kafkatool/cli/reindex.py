@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import time
@@ -14,119 +13,18 @@ from kafkatool.cli.options import (
     ApplyStates,
     byte_progress,
     compact_json,
+    execute_plans,
     exit_on_error,
     interruptible,
-    method_phrase,
-    plural,
     refuse_bad_targets,
     repair_options,
     safe_text_stream,
     warn_live_brokers,
 )
-
-
-def _name(path: str) -> str:
-    return os.path.basename(path)
-
-
-def file_line(c) -> str:
-    """One index file of a plan, as text (pure): what happens to it and why."""
-    entries = plural(c.new_entries, "entry", "entries")
-    if c.action == "unchanged":
-        return f"  unchanged {_name(c.path)}: {plural(c.new_size, 'byte')}, {entries}"
-    if c.action == "keep":
-        return (f"  keep      {_name(c.path)}: {plural(c.old_size, 'byte')}, {plural(c.old_entries, 'entry', 'entries')}; "
-                f"passes verify's index checks (a recovery rebuild would hold {entries}: --all rewrites it)")
-    if c.action == "create":
-        line = f"  create    {_name(c.path)}: {plural(c.new_size, 'byte')}, {entries}"
-    else:
-        line = (f"  rewrite   {_name(c.path)}: {c.old_size} -> {plural(c.new_size, 'byte')}, "
-                f"{c.old_entries} -> {entries}")
-    return line + (f" ({c.why})" if c.why else "")
-
-
-def plan_lines(plan) -> list[str]:
-    """The text form of one segment's plan (pure)."""
-    if plan.refused_kind in ("unreadable", "not_regular", "pending_truncate") and not plan.changes:
-        return [f"{plan.log_path}: refused: {plan.refused}"]
-    offsets = "no batches" if plan.first_offset is None else f"offsets {plan.first_offset}-{plan.last_offset}"
-    lines = [f"{plan.log_path}: {plural(plan.batches, 'batch', 'batches')}, {offsets}, "
-             f"{plan.valid_bytes} valid bytes of {plan.log_size}"]
-    lines += [file_line(c) for c in plan.changes]
-    if plan.refused:
-        lines.append(f"  refused   nothing written: {plan.refused}")
-    for p in plan.leftovers:
-        lines.append(f"  remove    {_name(p)}: left by an interrupted kafkatool run")
-    for p in plan.staging_leftovers:
-        lines.append(f"  remove    {p}: the staging directory of an interrupted kafkatool run "
-                     "(named like a partition being deleted; the partition dir itself is complete)")
-    if plan.interrupted_backup:
-        lines.append(f"  note      the interrupted run kept its originals in {plan.interrupted_backup}")
-    if plan.txn_unavailable:
-        txn = plan.txnindex or plan.log_path[: -len(".log")] + ".txnindex"
-        lines.append(f"  leave     {_name(txn)}: not rebuilt: the producer state at the segment's base is unknown ({plan.txn_unavailable})")
-    if plan.bad_tail:
-        lines.append(
-            f"  bad tail  bytes [{plan.valid_bytes}, {plan.log_size}) ({plan.bad_tail_bytes} bytes) are not indexed, "
-            f"as the broker's recovery would not index them: {plan.bad_tail}; "
-            "`kafkatool truncate` removes them (reindex never changes the .log)"
-        )
-    return lines
-
-
-def plan_object(plan, report=None, refused: tuple[str, str] | None = None) -> dict:
-    """The JSON Lines form of one segment's plan and, after --execute, what was done (pure).
-    ``refused`` is ``(kind, reason)`` when apply refused the partition under the lock."""
-    if refused is None and plan.refused:
-        refused = (plan.refused_kind, plan.refused)
-    obj = {
-        "type": "reindex_segment",
-        "segment": plan.log_path,
-        "partitionDir": plan.partition_dir,
-        "baseOffset": plan.base_offset,
-        "indexIntervalBytes": plan.index_interval_bytes,
-        "batches": plan.batches,
-        "firstOffset": plan.first_offset,
-        "lastOffset": plan.last_offset,
-        "logSize": plan.log_size,
-        "validBytes": plan.valid_bytes,
-        "badTail": None
-        if not plan.bad_tail
-        else {"start": plan.valid_bytes, "end": plan.log_size, "bytes": plan.bad_tail_bytes, "reason": plan.bad_tail},
-        "files": [
-            {
-                "path": c.path,
-                "kind": c.kind,
-                "action": c.action,
-                "why": c.why,
-                "oldSize": c.old_size,
-                "newSize": c.new_size,
-                "oldEntries": c.old_entries,
-                "newEntries": c.new_entries,
-                "oldSha256": c.old_sha256,
-                "newSha256": hashlib.sha256(c.data).hexdigest(),
-            }
-            for c in plan.changes
-        ],
-        "txnindexNotRebuilt": plan.txn_unavailable,
-        "leftovers": list(plan.leftovers),
-        "stagingLeftovers": list(plan.staging_leftovers),
-        "refused": None if refused is None else {"kind": refused[0], "reason": refused[1]},
-        "needsChanges": plan.needs_changes and refused is None,
-    }
-    if report is not None:
-        obj["written"] = list(report.written)
-        obj["removed"] = list(report.removed_leftovers)
-        obj["backupDir"] = report.backup_dir
-        obj["method"] = report.method
-        obj["verified"] = report.verified
-    return obj
-
-
-def problem_object(problem) -> dict:
-    """The JSON Lines form of a target problem (a stray name, an unreadable dir, a skipped dir)."""
-    return {"type": "reindex_problem", "path": problem.path, "kind": problem.kind, "message": problem.message}
-
+from kafkatool.render.plans import done_line, plural, problem_line
+from kafkatool.render.plans import reindex_plan_lines as plan_lines
+from kafkatool.render.plans import reindex_plan_object as plan_object
+from kafkatool.render.plans import reindex_problem_object as problem_object
 
 
 @click.command(context_settings={"max_content_width": 100}, short_help="Rebuild wrong or missing .index, .timeindex and .txnindex files as the broker's recovery does (dry run unless --execute).")
@@ -169,15 +67,9 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
     segment found, an I/O error, or a refusal of the whole run (a live broker holds the log dir,
     a transitional dir); 130 interrupted (the state of each partition dir is printed).
     """
-    from kafkatool.repair import (
-        apply_all,
-        check_partition_dir,
-        default_backup_dir,
-        find_pending_state,
-        log_dir_of,
-        plan_reindex_all,
-        scan_targets,
-    )
+    from kafkatool.reindex import apply_all, plan_reindex_all
+    from kafkatool.safety import check_partition_dir, find_pending_state, log_dir_of
+    from kafkatool.targets import scan_targets
 
     out = sys.stdout
     safe_text_stream(out)
@@ -209,35 +101,16 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
                                          rebuild_all=rebuild_all)
 
     needing = [p for p in plans if p.needs_changes]
-    reports: dict = {}
-    refused_at_apply: dict[str, tuple[str, str]] = {}
-    backup_roots: set[str] = set()
     states = ApplyStates("reindex", [p.partition_dir for p in needing], find_pending_state)
     problems = targets.problems
-
-    def record(r) -> None:
-        reports[r.plan.log_path] = r
-        states.finish(r.plan.partition_dir)
-        if r.backup_dir:
-            backup_roots.add(r.backup_dir)
-
-    def refuse(partition_plans, e) -> None:
-        for p in partition_plans:
-            refused_at_apply[p.log_path] = (e.kind, str(e))
-        states.refuse(partition_plans[0].partition_dir, str(e))
-
-    def report_done() -> None:  # say what was done before the refusal or failure
-        if fmt == "jsonl":
-            for p in needing:
-                if p.log_path in reports:
-                    out.write(compact_json(plan_object(p, reports[p.log_path])) + "\n")
-
-    if execute and needing:
-        stamp = time.time()
-        chooser = backup_dir if backup_dir else (lambda log_dir: default_backup_dir(log_dir, stamp))
-        with interruptible("reindex", out, states), exit_on_error(out, report_done, states):
-            apply_all(needing, chooser, force=force, allow_transitional=allow_transitional,
-                      on_segment=record, on_start=states.start, on_refused=refuse)
+    reports: dict = {}
+    refused_at_apply: dict[str, tuple[str, str]] = {}
+    if execute:
+        reports, late = execute_plans("reindex", needing, _segment, apply_all, backup_dir=backup_dir, states=states,
+                                      out=out, fmt=fmt, plan_object=plan_object, force=force,
+                                      allow_transitional=allow_transitional)
+        refused_at_apply = {k: (e.kind, str(e)) for k, e in late.items()}
+    backup_roots = {r.backup_dir for r in reports.values() if r.backup_dir}
 
     refused = [p for p in plans if p.refused or p.log_path in refused_at_apply]
     findings = [p for p in problems if p.is_finding]
@@ -261,7 +134,7 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
         }) + "\n")
     else:
         for p in problems:
-            out.write(f"{p.path}: {'skipped: ' if p.kind == 'skipped' else ''}{p.message}\n")
+            out.write(problem_line(p) + "\n")
         for p in plans:
             late = refused_at_apply.get(p.log_path)
             if p.needs_changes or p.bad_tail or p.refused or late:
@@ -270,9 +143,8 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
                 if late is not None:
                     out.write(f"  refused   nothing written: {late[1]}\n")
                 elif r is not None:
-                    out.write(f"  done      {plural(len(r.written), 'file')} written and re-verified"
-                              + (f" ({method_phrase(r.method)})" if r.method else "")
-                              + (f"; originals in {r.backup_dir}" if r.backup_dir else "") + "\n")
+                    out.write(done_line(f"{plural(len(r.written), 'file')} written and re-verified", r.method,
+                                        r.backup_dir, "originals") + "\n")
     out.flush()
     if not quiet:
         tail = ""
@@ -296,3 +168,8 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
     if refused or findings or (not execute and needing):
         sys.exit(ExitCode.FINDINGS)
     sys.exit(ExitCode.OK)
+
+
+def _segment(plan) -> str:
+    """What one reindex plan and its report are keyed by."""
+    return plan.log_path

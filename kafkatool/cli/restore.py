@@ -8,52 +8,10 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import compact_json, exit_on_error, interruptible, plural, safe_text_stream, warn_live_brokers
-
-_WHAT = {
-    "splice": "{n} back into the .log ({result} -> {original} bytes)",
-    "copy": "the original back ({original} bytes) from {backup}",
-    "remove": "the file {tool} created",
-}
-
-
-def step_line(step) -> str:
-    """One step of a file's restore, as text (pure)."""
-    e = step.entry
-    text = _WHAT[step.action].format(
-        n=plural(len(e.pieces), "removed byte range"),
-        result=None if e.result is None else e.result.size,
-        original=None if e.original is None else e.original.size,
-        backup=step.backup_files[0] if step.backup_files else "",
-        tool=e.tool or "kafkatool",
-    )
-    return f"  {step.action:<9} {text} (undoes {e.tool or 'kafkatool'} {e.action}, entry {e.seq})"
-
-
-def file_lines(f) -> list[str]:
-    """The text form of one file that needs restoring (pure)."""
-    return [f"{f.target}:"] + [step_line(s) for s in f.steps]
-
-
-def file_object(f, restored: bool | None = None) -> dict:
-    """The JSON Lines form of one file of the backup (pure)."""
-    obj = {
-        "type": "restore_file",
-        "path": f.target,
-        "logDir": f.log_dir,
-        "relativePath": f.path,
-        "needsChanges": f.needs_changes,
-        "steps": [
-            {"action": s.action, "entry": s.entry.seq, "run": s.entry.run, "tool": s.entry.tool,
-             "undoes": s.entry.action, "backupFiles": list(s.backup_files)}
-            for s in f.steps
-        ],
-        "original": None if f.final is None else f.final.to_json(),
-    }
-    if restored is not None:
-        obj["restored"] = restored
-    return obj
-
+from kafkatool.cli.options import compact_json, exit_on_error, interruptible, safe_text_stream, warn_live_brokers
+from kafkatool.render.plans import plural
+from kafkatool.render.plans import restore_file_lines as file_lines
+from kafkatool.render.plans import restore_file_object as file_object
 
 
 @click.command(context_settings={"max_content_width": 100},

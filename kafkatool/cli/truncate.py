@@ -13,130 +13,18 @@ from kafkatool.cli.options import (
     ApplyStates,
     byte_progress,
     compact_json,
+    execute_plans,
     exit_on_error,
     interruptible,
-    method_phrase,
-    plural,
     refuse_bad_targets,
     repair_options,
     safe_text_stream,
     warn_live_brokers,
 )
-
-
-def _name(path: str) -> str:
-    return os.path.basename(path)
-
-
-def _offsets(first: int, last: int) -> str:
-    return f"offset {first}" if first == last else f"offsets {first}-{last}"
-
-
-def plan_lines(plan) -> list[str]:
-    """The text form of one partition's plan (pure). One line per item, never wrapped."""
-    lines = [f"{plan.partition_dir}: {plural(plan.segments_checked, 'segment')} checked"
-             + ("" if not plan.keep_valid_after else ", keeping the valid batches after bad regions")]
-    for f in plan.refusals:
-        lines.append(f"  refused   {f}")
-    for c in plan.cuts:
-        offsets = "no batches kept" if c.first_offset is None else f"{_offsets(c.first_offset, c.last_offset)} kept"
-        lines.append(f"  cut       {_name(c.log_path)}: {c.old_size} -> {plural(c.new_size, 'byte')}, "
-                     f"{plural(c.batches_kept, 'batch', 'batches')} ({offsets}), new next offset {c.next_offset}")
-        for r in c.removed:
-            lines.append(f"  remove    {_name(c.log_path)} bytes [{r.start}, {r.end}) ({plural(r.size, 'byte')}): {r.reason}")
-        for j in c.rejected:
-            lines.append(f"  reject    {_name(c.log_path)} bytes [{j.start}, {j.end}): "
-                         f"{plural(j.batches, 'CRC-valid batch', 'CRC-valid batches')} "
-                         f"({_offsets(j.first_offset, j.last_offset)}) not kept: {j.reason}")
-        if c.batches_dropped:
-            first, last = c.dropped_offsets or (0, 0)
-            lines.append(f"  discard   {plural(c.batches_dropped, 'intact batch', 'intact batches')} "
-                         f"({_offsets(first, last)}) after the cut, as the broker's recovery would; "
-                         "--keep-valid-after keeps them")
-        for a, b in c.gaps:
-            if b - 1 > a:
-                missing = f"offset {a + 1} is" if b - 1 == a + 1 else f"offsets {a + 1}-{b - 1} are"
-                lines.append(f"  gap       {missing} missing between kept offsets {a} and {b}")
-            else:
-                lines.append(f"  gap       a region was removed between offsets {a} and {b} (no offset missing)")
-    for r in plan.rewrites:
-        if r.old_size is None:
-            lines.append(f"  create    {_name(r.path)} ({plural(r.new_size, 'byte')}); {r.detail}")
-        else:
-            lines.append(f"  rewrite   {_name(r.path)}: {r.old_size} -> {plural(r.new_size, 'byte')}; {r.detail}")
-    for m in plan.moves:
-        lines.append(f"  move      {_name(m.path)} ({plural(m.size, 'byte')}) to the backup: {m.reason}")
-    if plan.new_log_end is not None:
-        lines.append(f"  log end   the partition's log end offset becomes {plan.new_log_end}")
-    for p in () if plan.refusals else plan.leftovers:
-        lines.append(f"  remove    {_name(p)}: left by an interrupted kafkatool run")
-    for p in plan.staging_leftovers:
-        lines.append(f"  remove    {p}: the staging directory of an interrupted kafkatool run "
-                     "(named like a partition being deleted; the partition dir itself is complete)")
-    for n in plan.notes:
-        lines.append(f"  note      {n}")
-    return lines
-
-
-def plan_object(plan, report=None, refused: str | None = None) -> dict:
-    """The JSON Lines form of one partition's plan and, after --execute, what was done (pure).
-    ``refused``: why apply refused the partition under the lock (nothing of it was written)."""
-    refusals = [{"path": f.path, "position": f.position, "reason": f.reason} for f in plan.refusals]
-    if refused is not None:
-        refusals.append({"path": plan.partition_dir, "position": None, "reason": refused})
-    obj = {
-        "type": "truncate_partition",
-        "partitionDir": plan.partition_dir,
-        "keepValidAfter": plan.keep_valid_after,
-        "segmentsChecked": plan.segments_checked,
-        "segments": [
-            {
-                "segment": c.log_path,
-                "baseOffset": c.base_offset,
-                "oldSize": c.old_size,
-                "newSize": c.new_size,
-                "batchesKept": c.batches_kept,
-                "firstOffset": c.first_offset,
-                "lastOffset": c.last_offset,
-                "nextOffset": c.next_offset,
-                "removed": [{"start": r.start, "end": r.end, "bytes": r.size, "reason": r.reason} for r in c.removed],
-                "kept": [list(k) for k in c.kept],
-                "rejected": [{"start": j.start, "end": j.end, "batches": j.batches, "firstOffset": j.first_offset,
-                              "lastOffset": j.last_offset, "reason": j.reason} for j in c.rejected],
-                "batchesDiscarded": c.batches_dropped,
-                "discardedOffsets": None if c.dropped_offsets is None else list(c.dropped_offsets),
-                "offsetGaps": [{"after": a, "before": b} for a, b in c.gaps],
-            }
-            for c in plan.cuts
-        ],
-        "rewrites": [
-            {"path": r.path, "kind": r.kind, "action": "create" if r.old_size is None else "rewrite",
-             "oldSize": r.old_size, "newSize": r.new_size, "detail": r.detail}
-            for r in plan.rewrites
-        ],
-        "moves": [{"path": m.path, "bytes": m.size, "reason": m.reason} for m in plan.moves],
-        "newLogEnd": plan.new_log_end,
-        "notes": list(plan.notes),
-        "leftovers": list(plan.leftovers),
-        "interruptedJournal": plan.interrupted_journal,
-        "stagingLeftovers": list(plan.staging_leftovers),
-        "refusals": refusals,
-        "needsChanges": plan.needs_changes and refused is None,
-    }
-    if report is not None:
-        obj["written"] = list(report.written)
-        obj["moved"] = list(report.moved)
-        obj["removed"] = list(report.removed_leftovers)
-        obj["backupDir"] = report.backup_dir
-        obj["completedInterruptedRun"] = report.completed_journal
-        obj["method"] = report.method
-        obj["verified"] = report.verified
-    return obj
-
-
-def problem_object(problem) -> dict:
-    """The JSON Lines form of a target problem (an unreadable dir, a stray name, a skipped dir)."""
-    return {"type": "truncate_problem", "path": problem.path, "kind": problem.kind, "message": problem.message}
+from kafkatool.render.plans import done_line, plural, problem_line
+from kafkatool.render.plans import truncate_plan_lines as plan_lines
+from kafkatool.render.plans import truncate_plan_object as plan_object
+from kafkatool.render.plans import truncate_problem_object as problem_object
 
 
 class _States(ApplyStates):
@@ -192,7 +80,8 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
     refusal (a live broker holds the log dir, a transitional dir, a segment recovery would not
     cut, a stale journal); 130 interrupted (the state of each partition dir is printed).
     """
-    from kafkatool.repair import check_partition_dir, default_backup_dir, log_dir_of, scan_targets
+    from kafkatool.safety import check_partition_dir, log_dir_of
+    from kafkatool.targets import scan_targets
     from kafkatool.truncate import apply_truncate_all, plan_truncate_paths
 
     out = sys.stdout
@@ -235,31 +124,14 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
                 'this plan reads files it may be writing, and --execute refuses to run until it stops')
 
     needing = [p for p in plans if p.needs_changes]
+    states = _States(needing)
     reports: dict = {}
     refused_at_apply: dict[str, str] = {}
-    states = _States(needing)
-
-    def record(r) -> None:
-        reports[r.plan.partition_dir] = r
-        states.finish(r.plan.partition_dir)
-
-    def refuse(partition_plans, e) -> None:
-        refused_at_apply[partition_plans[0].partition_dir] = str(e)
-        states.refuse(partition_plans[0].partition_dir, str(e))
-
-    def report_done() -> None:  # say what was done before the refusal or failure
-        if fmt == "jsonl":
-            for p in needing:
-                if p.partition_dir in reports:
-                    out.write(compact_json(plan_object(p, reports[p.partition_dir])) + "\n")
-
-    if execute and needing:
-        stamp = time.time()
-        chooser = backup_dir if backup_dir else (lambda log_dir: default_backup_dir(log_dir, stamp))
-        with interruptible("truncate", out, states), exit_on_error(out, report_done, states):
-            apply_truncate_all(needing, chooser, force=force, allow_transitional=allow_transitional,
-                               index_interval_bytes=index_interval_bytes, on_partition=record,
-                               on_start=states.start, on_refused=refuse)
+    if execute:
+        reports, late = execute_plans("truncate", needing, _partition, apply_truncate_all, backup_dir=backup_dir,
+                                      states=states, out=out, fmt=fmt, plan_object=plan_object, force=force,
+                                      allow_transitional=allow_transitional, index_interval_bytes=index_interval_bytes)
+        refused_at_apply = {k: str(e) for k, e in late.items()}
     backup_roots = sorted({r.backup_dir for r in reports.values() if r.backup_dir})
     refused = [p for p in plans if p.refused or p.partition_dir in refused_at_apply]
     changed = [p for p in needing if p.partition_dir in reports]
@@ -287,7 +159,7 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
     else:
         for p in problems:
             if p.kind not in ("unreadable", "not_regular"):
-                out.write(f"{p.path}: {'skipped: ' if p.kind == 'skipped' else ''}{p.message}\n")
+                out.write(problem_line(p) + "\n")
         for p in plans:
             late = refused_at_apply.get(p.partition_dir)
             if not (p.needs_changes or p.refused or late):
@@ -297,9 +169,8 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
             if late is not None:
                 out.write(f"  refused   nothing written: {late}\n")
             elif r is not None:
-                out.write(f"  done      {plural(len(r.written), 'file')} written, {len(r.moved)} moved, re-verified"
-                          + (f" ({method_phrase(r.method)})" if r.method else "")
-                          + (f"; removed bytes and originals in {r.backup_dir}" if r.backup_dir else "") + "\n")
+                out.write(done_line(f"{plural(len(r.written), 'file')} written, {len(r.moved)} moved, re-verified",
+                                    r.method, r.backup_dir, "removed bytes and originals") + "\n")
     out.flush()
     # the errors last, where a reader of the run's end sees them
     for p in plans:
@@ -335,8 +206,12 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
 
 def _has_pending(path: str) -> bool:
     """A partition dir holding only what an interrupted run left (a journal, a staging dir beside it)."""
-    from kafkatool.repair import find_staging_dirs
-    from kafkatool.truncate import TRUNCATE_JOURNAL
+    from kafkatool.safety import TRUNCATE_JOURNAL, find_staging_dirs
 
     p = os.path.realpath(path)
     return os.path.isdir(p) and (os.path.lexists(os.path.join(p, TRUNCATE_JOURNAL)) or bool(find_staging_dirs(p)))
+
+
+def _partition(plan) -> str:
+    """What one truncate plan and its report are keyed by."""
+    return plan.partition_dir

@@ -1,15 +1,5 @@
-"""The write-safety layer every command that writes goes through (spec §11.5).
-
-* :class:`LogDirLock` refuses to touch a log dir a live broker holds (a POSIX ``fcntl``
-  lock on ``<logdir>/.lock``, held for the whole write);
-* :class:`Backup` keeps every byte a command removes or replaces, outside the log dir,
-  with a ``MANIFEST.json`` and a ``RESTORE.txt``; :class:`TruncateBackup` adds removed
-  byte ranges and whole moved files;
-* small durable-write helpers (:func:`write_durably`, :func:`fsync_dir`) and the
-  crash-test hook :func:`fault_point`.
-
-No click and no rich here.
-"""
+"""Backups: every byte a command removes or replaces, kept outside the log dir with a
+``MANIFEST.json``, a ``RESTORE.txt`` (``sh -e``) and a ``SHA256SUMS``."""
 
 from __future__ import annotations
 
@@ -20,319 +10,25 @@ import hashlib
 import json
 import os
 import shlex
-import signal
 import stat
-import struct
 import time
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
-from kafkatool.errors import KafkaToolError
 from kafkatool.segment import files as names
-
-TEMP_SUFFIX = ".kafkatool-tmp"
-"""Suffix of a new file being written beside its target; Kafka's loader ignores it (§12.3)."""
-JOURNAL_SUFFIX = ".kafkatool-journal"
-"""``<segment prefix>.kafkatool-journal``: present between the commit point and the last rename."""
-FAULT_ENV = "KAFKATOOL_FAULT_AT"
-"""Test hook: ``KAFKATOOL_FAULT_AT=n`` makes the n-th write step SIGKILL the process."""
-COPY_CHUNK = 1 << 20
-
-
-class RepairError(KafkaToolError):
-    """A repair refused to run, or found its own output wrong."""
-
-
-class LiveBrokerError(RepairError):
-    """A live Kafka holds the log dir's ``.lock`` (§11.5)."""
-
-
-class TransitionalDirError(RepairError):
-    """A ``-delete``/``-future``/``-stray`` partition dir (§2.1) the user did not ask to repair."""
-
-
-# ----------------------------------------------------------------------------- fault injection
-
-_fault_count = 0
-
-
-def fault_point(label: str) -> None:
-    """Count a step of an apply; die by SIGKILL at step ``$KAFKATOOL_FAULT_AT`` (crash-safety tests)."""
-    global _fault_count
-    target = os.environ.get(FAULT_ENV)
-    if not target:
-        return
-    _fault_count += 1
-    if _fault_count == int(target):
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
-# ----------------------------------------------------------------------------- small file helpers
-
-
-class WriteError(RepairError, OSError):
-    """A write of the safety layer failed: a full disk, a read-only file system, a permission.
-
-    The message names the file (``PATH: cannot write: No space left on device``); it is also
-    an :class:`OSError` with the original ``errno``, so a caller catching OSError still does.
-    """
-
-
-def write_error(e: OSError, path: str, doing: str = "write") -> WriteError:
-    """``e`` as a :class:`WriteError` that names ``path`` and what was being done."""
-    err = WriteError(f"cannot {doing}: {e.strerror or e}", path=path)
-    err.errno, err.strerror, err.filename = e.errno, e.strerror, path
-    return err
-
-
-def fsync_dir(path: str, *, dir_fd: int | None = None) -> None:
-    """fsync a directory (``dir_fd``: ``path`` is relative to it); an error names the directory."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as e:
-        raise write_error(e, path, "fsync the directory") from None
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def read_or_none(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        return None
-
-
-def write_all(fd: int, data: bytes | memoryview, path: str) -> None:
-    """Write every byte of ``data`` to ``fd``; an error (a full disk) names ``path``."""
-    view = memoryview(data)
-    try:
-        while view:
-            view = view[os.write(fd, view):]
-    except OSError as e:
-        raise write_error(e, path) from None
-
-
-def fsync_fd(fd: int, path: str) -> None:
-    """fsync ``fd``: a full disk may only show here (delayed allocation); the error names ``path``."""
-    try:
-        os.fsync(fd)
-    except OSError as e:
-        raise write_error(e, path, "fsync") from None
-
-
-def write_durably(path: str, data: bytes, *, exclusive: bool = False, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` and fsync it (not the directory); an error names ``path``.
-
-    With ``exclusive`` the file must not exist and a symlink at ``path`` is not followed.
-    """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | (os.O_EXCL | os.O_NOFOLLOW if exclusive else os.O_TRUNC)
-    try:
-        fd = os.open(path, flags, mode)
-    except OSError as e:
-        raise write_error(e, path, "create") from None
-    try:
-        write_all(fd, data, path)
-        fsync_fd(fd, path)
-    finally:
-        os.close(fd)
-
-
-def hash_file(path: str, *, dir_fd: int | None = None) -> tuple[int, str]:
-    """``(size, sha256 hex)`` of a file, read 1 MiB at a time (memory stays flat); symlinks not followed."""
-    digest = hashlib.sha256()
-    size = 0
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-    try:
-        while True:
-            piece = os.read(fd, COPY_CHUNK)
-            if not piece:
-                break
-            digest.update(piece)
-            size += len(piece)
-    finally:
-        os.close(fd)
-    return size, digest.hexdigest()
-
-
-def iter_range(fd: int, start: int, end: int | None, path: str) -> Iterator[bytes]:
-    """The bytes ``[start, end)`` of ``fd`` (to its end when ``end`` is None), 1 MiB at a time; a read
-    error or a file that ends before ``end`` is a :class:`RepairError` naming ``path`` and the position."""
-    pos = start
-    while end is None or pos < end:
-        try:
-            piece = os.pread(fd, COPY_CHUNK if end is None else min(COPY_CHUNK, end - pos), pos)
-        except OSError as e:
-            raise RepairError(f"cannot read: {e.strerror}", path=path, position=pos) from None
-        if not piece:
-            if end is None:
-                return
-            raise RepairError(f"the file ended at byte {pos}, before byte {end}", path=path, position=pos)
-        yield piece
-        pos += len(piece)
-
-
-def log_dir_of(partition_dir: str) -> str:
-    """The log dir holding a partition dir: its parent (§2.1), as the path names it."""
-    return os.path.dirname(os.path.abspath(partition_dir))
-
-
-def real_log_dir_of(partition_dir: str) -> str:
-    """The log dir that really holds a partition dir: the parent of its real path.
-
-    A partition dir named through a symlink (``/tmp/p -> /data/kafka/t-0``) belongs to
-    ``/data/kafka``, not ``/tmp``: the lock and the backup-location checks use this one.
-    """
-    return os.path.dirname(os.path.realpath(partition_dir))
-
-
-# ----------------------------------------------------------------------------- the lock (§11.5)
-
-# struct flock on Linux LP64 (x86_64, aarch64, ...): short l_type, short l_whence, off_t l_start,
-# off_t l_len, pid_t l_pid, padded to 8 bytes ("0q").
-_FLOCK = struct.Struct("hhqqi0q")
-_HELD: dict[tuple[int, int], list[int]] = {}
-"""``(st_dev, st_ino)`` of every ``.lock`` the :class:`LogDirLock` objects of this process hold -> their descriptors."""
-_CLOSE_LATER: dict[tuple[int, int], list[int]] = {}
-"""Descriptors of released :class:`LogDirLock` objects whose file another one still holds."""
-_KEPT_FDS: list[int] = []
-"""Descriptors :func:`lock_holder` must never close (closing one would drop this process's own lock)."""
-
-
-def lock_holder(log_dir: str) -> int | None:
-    """The PID of the process holding ``<log_dir>/.lock``, or None when nobody holds it.
-
-    Asks the kernel about the lock itself (``fcntl(F_OFD_GETLK)``, falling back to
-    ``F_GETLK``, on a ``struct flock`` for the whole file): the broker's lock is a POSIX record
-    lock (``FileChannel.tryLock``), which ``flock(2)`` would not see. Returns -1 when the file
-    is locked but its holder's PID is not visible from here (a process in another PID
-    namespace, such as a broker in a container, or an open-file-description lock); compare
-    the result with None. The log dir's real path is used (symlinks resolved). ``.lock`` is
-    never created, and a lock this process holds is never dropped: its PID is returned.
-    """
-    path = os.path.join(os.path.realpath(log_dir), names.LOCK)
-    try:
-        st = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    if (st.st_dev, st.st_ino) in _HELD:
-        return os.getpid()
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    keep = False
-    try:
-        query = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
-        try:
-            # an OFD query also reports a lock of this very process (F_GETLK would not)
-            answer = fcntl.fcntl(fd, getattr(fcntl, "F_OFD_GETLK", fcntl.F_GETLK), query)
-        except OSError as e:
-            if e.errno != errno.EINVAL:
-                raise
-            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
-        l_type, _whence, _start, _len, pid = _FLOCK.unpack(answer)
-        if l_type == fcntl.F_UNLCK:
-            return None
-        if pid == os.getpid():
-            keep = True  # closing any descriptor of the file would drop our own lock
-            _KEPT_FDS.append(fd)
-        return pid if pid > 0 else -1
-    finally:
-        if not keep:
-            os.close(fd)
-
-
-def describe_pid(pid: int) -> str:
-    """``PID 1234 (java)`` from ``/proc``, or ``an unknown process`` for -1."""
-    if pid <= 0:
-        return "a process whose PID is not visible here (another PID namespace?)"
-    try:
-        with open(f"/proc/{pid}/comm", "rb") as f:
-            comm = f.read().strip().decode("utf-8", "replace")
-        return f"PID {pid} ({comm})"
-    except OSError:
-        return f"PID {pid}"
-
-
-class LogDirLock:
-    """Hold ``<log_dir>/.lock`` with a POSIX record lock for the whole repair (§11.5).
-
-    The broker locks that file with ``FileChannel.tryLock``, which on Linux is
-    ``fcntl(F_SETLK)``; ``flock(2)`` would not see it. The file is opened once, O_RDWR
-    without O_CREAT: Python drops every POSIX lock of a file as soon as *any* descriptor of
-    it in the process is closed. A missing ``.lock`` means no broker holds the dir; it is
-    then created and locked so that a broker starting meanwhile fails to lock it. With
-    ``force=True`` nothing is checked (for a copy the operator knows is offline).
-
-    ``log_dir`` is resolved to its real path first: the lock of a log dir named through a
-    symlink is the real directory's (give a partition dir's log dir as
-    :func:`real_log_dir_of`). A refusal names the process holding the lock.
-    """
-
-    def __init__(self, log_dir: str, *, force: bool = False) -> None:
-        self.log_dir = os.path.realpath(log_dir)
-        self.path = os.path.join(self.log_dir, names.LOCK)
-        self.force = force
-        self._fd: int | None = None
-        self._key: tuple[int, int] | None = None
-        self.created = False
-
-    def acquire(self) -> None:
-        if self.force or self._fd is not None:
-            return
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-        except FileNotFoundError:
-            try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-                self.created = True
-            except FileExistsError:  # a broker created it just now: test it like any other
-                fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-        st = os.fstat(fd)
-        key = (st.st_dev, st.st_ino)
-        if key in _HELD:  # another LogDirLock of this process holds it: share it (closing fd would drop it)
-            _HELD[key].append(fd)
-            self._fd, self._key = fd, key
-            return
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            os.close(fd)
-            if e.errno in (errno.EAGAIN, errno.EACCES):
-                holder = lock_holder(self.log_dir)
-                who = "another process" if holder is None else describe_pid(holder)
-                raise LiveBrokerError(
-                    f"{who} holds the lock on this log dir (a live Kafka broker?); "
-                    "stop the broker first, or use --force only on a copy you know is offline",
-                    path=self.path,
-                ) from None
-            raise RepairError(f"cannot lock: {e.strerror}", path=self.path) from None
-        self._fd, self._key = fd, key
-        _HELD[key] = [fd]
-
-    def release(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            fds = _HELD.get(self._key, [])
-            if fd in fds:
-                fds.remove(fd)
-            if fds:  # another LogDirLock of this process still holds the file: close later
-                _CLOSE_LATER.setdefault(self._key, []).append(fd)
-                return
-            _HELD.pop(self._key, None)
-            for other in _CLOSE_LATER.pop(self._key, []) + [fd]:
-                os.close(other)  # closing the descriptors drops the lock
-
-    def __enter__(self) -> "LogDirLock":
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
+from kafkatool.safety.durable import (
+    RepairError,
+    TEMP_SUFFIX,
+    WriteError,
+    fault_point,
+    fsync_dir,
+    fsync_fd,
+    iter_range,
+    sha256_hex,
+    take_owner,
+    write_all,
+    write_error,
+)
 
 
 # ----------------------------------------------------------------------------- backups
@@ -605,29 +301,6 @@ def read_manifest(backup_dir: str) -> Manifest:
         raise RepairError(f"cannot read: {e.strerror}", path=path) from None
     with os.fdopen(fd, "rb") as f:
         return parse_manifest(f.read(), root)
-
-
-def take_owner(fd: int, st: os.stat_result, path: str | None = None, *, times: bool = True) -> None:
-    """Give the file (or directory) open as ``fd`` the owner and mode of ``st`` (the original's
-    stat), and with ``times`` its mtime: a backup file, a restored one, a file of a staging dir.
-    chown needs privileges, so a PermissionError there leaves it ours (as a plain copy would);
-    the mode is set after it (chown clears set-id bits), the mtime last. Other errors name
-    ``path``."""
-    where = path if path is not None else f"<fd {fd}>"
-    mine = os.fstat(fd)
-    if (mine.st_uid, mine.st_gid) != (st.st_uid, st.st_gid):
-        try:
-            os.fchown(fd, st.st_uid, st.st_gid)
-        except PermissionError:
-            pass
-        except OSError as e:
-            raise write_error(e, where, "chown") from None
-    try:
-        os.fchmod(fd, st.st_mode & 0o7777)
-        if times:
-            os.utime(fd, ns=(st.st_atime_ns, st.st_mtime_ns))
-    except OSError as e:
-        raise write_error(e, where, "set the mode of") from None
 
 
 def _split_name(name: str) -> tuple[str, str]:
