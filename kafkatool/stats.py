@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from kafkatool.errors import KafkaToolError
-from kafkatool.record.batch import CREATE_TIME, LOG_APPEND_TIME, NO_TIMESTAMP_TYPE, TIMESTAMP_TYPE_NAMES, Batch
+from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch
 from kafkatool.record.compression import Codec, codec_name
-from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
+from kafkatool.record.layout import CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT
 from kafkatool.segment.logdir import BatchReader, Entry, EntryType, LogDir, Partition, Segment, Target, expand
 
 __all__ = [
@@ -291,7 +291,7 @@ class _Tally:
     """Running totals over one partition's batches. :meth:`add_segment` is the hot loop."""
 
     __slots__ = ("opts", "batches", "batch_bytes", "records", "unopened", "first_offset", "last", "tmin", "inner_tmin",
-                 "tmax", "kinds", "controls", "crc_bad", "idempotent", "producers", "others", "others_saturated",
+                 "tmax", "kinds", "samples", "controls", "crc_bad", "idempotent", "producers", "others", "others_saturated",
                  "problems", "problems_dropped", "trailing")
 
     def __init__(self, opts: StatsOptions) -> None:
@@ -306,6 +306,7 @@ class _Tally:
         self.inner_tmin = _NO_TIME  # the oldest record of the legacy wrappers opened (deep)
         self.tmax = -1
         self.kinds: dict[int, int] = {}  # (magic << 16 | attributes) -> batches
+        self.samples: dict[int, Batch] = {}  # (magic << 16 | attributes) -> the first such batch
         self.controls: dict[str, int] = {}
         self.crc_bad = 0
         self.idempotent = 0
@@ -346,8 +347,8 @@ class _Tally:
                     if run_n:
                         kinds[run_key] = kinds.get(run_key, 0) + run_n
                     run_key, run_n = key, 1
-                    if attrs & CODEC_MASK > _LAST_CODEC:  # checked once per run of like batches
-                        self._unknown_codec(path, b)
+                    if key not in self.samples:  # a kind of batch not seen before
+                        self._new_kind(path, key, b)
                 if magic >= 2:
                     records += count
                     if attrs & CONTROL_BIT:
@@ -447,7 +448,7 @@ class _Tally:
 
     def _legacy(self, reader: _EntryReader, b: Batch) -> int:
         """The records of a legacy entry: 1, or a wrapper's inner count when opened (``deep``)."""
-        if not b.attributes & CODEC_MASK:
+        if not b.codec:
             return 1
         if not self.opts.deep:
             self.unopened += 1
@@ -469,7 +470,7 @@ class _Tally:
     def _first_offset(self, reader: _EntryReader, b: Batch) -> int:
         """The first offset of the partition's first batch; a legacy wrapper's offset is its
         LAST inner offset, so its first record is read."""
-        if b.magic >= 2 or not b.attributes & CODEC_MASK:
+        if b.magic >= 2 or not b.codec:
             return b.offset
         try:
             record = reader.first_record(b)
@@ -478,11 +479,11 @@ class _Tally:
             return b.offset
         return b.offset if record is None else record.offset
 
-    def _unknown_codec(self, path: str, b: Batch) -> None:
-        if not any(key & CODEC_MASK > _LAST_CODEC for key in self.kinds):
+    def _new_kind(self, path: str, key: int, b: Batch) -> None:
+        if b.codec > _LAST_CODEC and not any(s.codec > _LAST_CODEC for s in self.samples.values()):
             # CompressionType.forId fails on the batch (its header is counted all the same)
-            self.problem(Problem(path, b.position, f"Unknown compression type id: {b.attributes & CODEC_MASK}",
-                                 "unknown_codec"))
+            self.problem(Problem(path, b.position, f"Unknown compression type id: {b.codec}", "unknown_codec"))
+        self.samples[key] = b
 
     def _crc(self, path: str, b: Batch) -> None:
         if not self.crc_bad:
@@ -495,23 +496,19 @@ class _Tally:
 
     def kind_counts(self) -> tuple[dict[int, int], dict[str, int], dict[str, int], int, int]:
         """Batches per magic, per codec name and per timestamp type (each in id order), and the
-        transactional and control batch counts, from the counts per (magic, attributes)."""
+        transactional and control batch counts, from the counts per (magic, attributes): each
+        kind's first batch answers for the kind through the record type's own properties."""
         magics: dict[int, int] = {}
         codecs: dict[int, int] = {}
         ts_types: dict[int, int] = {}
         transactional = control = 0
         for key, n in self.kinds.items():
-            magic, attrs = key >> 16, key & 0xFFFF
-            magics[magic] = magics.get(magic, 0) + n
-            codec = attrs & CODEC_MASK
-            codecs[codec] = codecs.get(codec, 0) + n
-            ts = NO_TIMESTAMP_TYPE if magic == 0 else LOG_APPEND_TIME if attrs & TIMESTAMP_TYPE_BIT else CREATE_TIME
-            ts_types[ts] = ts_types.get(ts, 0) + n
-            if magic >= 2:
-                if attrs & TRANSACTIONAL_BIT:
-                    transactional += n
-                if attrs & CONTROL_BIT:
-                    control += n
+            b = self.samples[key]
+            magics[b.magic] = magics.get(b.magic, 0) + n
+            codecs[b.codec] = codecs.get(b.codec, 0) + n
+            ts_types[b.timestamp_type] = ts_types.get(b.timestamp_type, 0) + n
+            transactional += n if b.is_transactional else 0
+            control += n if b.is_control else 0
         return (
             dict(sorted(magics.items())),
             {_codec_label(c): n for c, n in sorted(codecs.items())},
