@@ -105,18 +105,9 @@ def _check_legacy_records(b: Batch, chunks, add: FindingAdder) -> None:
 def error_kind(e: KafkaToolError) -> FindingKind:
     """The finding kind of an error that stopped the decoding of a batch's records: the kind
     the error carries (``decompressed_too_large``, ``record_count_mismatch``,
-    ``invalid_wrapper``, ...), ``invalid_record`` for one that is not a finding kind."""
-    if e.kind == InvalidRecordError.kind and type(e) is InvalidRecordError and _compiled_count_error(e.message):
-        return FindingKind.RECORD_COUNT_MISMATCH
+    ``invalid_wrapper``, ...; set where it is raised, never read from its message),
+    ``invalid_record`` for one that is not a finding kind."""
     try:
         return FindingKind(e.kind)
     except ValueError:
         return FindingKind.INVALID_RECORD
-
-
-def _compiled_count_error(message: str) -> bool:
-    """TRANSITIONAL, to be removed: the compiled record decoder (``_speedups.decode_records``)
-    raises its "Found invalid record count" and "Incorrect declared batch size" errors without
-    ``kind="record_count_mismatch"`` until the change asked for in /tmp/h10/REQUESTS.md lands
-    (the Python decoder names it)."""
-    return message.startswith(("Found invalid record count", "Incorrect declared batch size"))

@@ -214,7 +214,7 @@ _STAGING_MESSAGE = (
 
 def _staging(d: str) -> bool:
     """Whether ``d`` is a kafkatool staging dir (``<topic>-<p>.6b66746c<24 hex>-delete``)."""
-    from kafkatool.repair import is_staging_dir
+    from kafkatool.safety import is_staging_dir
 
     return is_staging_dir(d)
 
@@ -222,7 +222,7 @@ def _staging(d: str) -> bool:
 def _pending_targets(d: str, staging: bool) -> list[Target]:
     """Targets for what interrupted kafkatool runs left for the partition dir ``d``
     (``repair.find_pending_state``): journals, temp files, and (``staging``) its staging dir."""
-    from kafkatool.repair import find_pending_state
+    from kafkatool.safety import find_pending_state
 
     out = []
     for path, what in find_pending_state(d):
