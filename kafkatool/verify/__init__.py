@@ -23,6 +23,14 @@ Checks (stable kind names in :data:`KINDS`):
   interrupted ``reindex``/``truncate --execute`` left (journals, temp files, staging dirs).
 
 A zero-filled tail (``log.preallocate=true``) is passed at memory speed (``segment.zeros``).
+
+The package, by concern: ``findings`` (:class:`Finding`, :class:`FindingKind`,
+:class:`FileSummary`), ``options`` (:class:`VerifyOptions`, the ``--max-rate`` clock),
+``discovery`` (command-line paths to targets, on :mod:`kafkatool.segment.logdir`), ``batches``
+(the shallow per-batch checks, the ``Scanner`` and its ``ScanState``), ``deep`` (the record
+checks of ``--deep``), ``segments`` (one ``.log`` whole: bad regions and what follows them),
+``resync``, ``sidefiles`` (indexes, snapshots, checkpoints) and ``workers`` (the compiled scan,
+``--jobs``). This module runs a partition's files through them in order.
 """
 
 from __future__ import annotations
@@ -34,8 +42,8 @@ from kafkatool.segment import files as names
 from kafkatool.verify.discovery import PENDING_MARK, Target, expand_targets  # noqa: F401 - PENDING_MARK: read by the tests
 from kafkatool.verify.findings import INFO_KINDS, KINDS, FileSummary, Finding, FindingKind
 from kafkatool.verify.options import VerifyOptions, start_rate_clock
-from kafkatool.verify.resync import resync
 from kafkatool.verify.batches import PartitionFacts
+from kafkatool.verify.resync import resync
 from kafkatool.verify.segments import verify_log
 from kafkatool.verify.sidefiles import verify_side_file
 from kafkatool.verify.workers import SPLIT_MIN_BYTES

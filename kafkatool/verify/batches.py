@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import Batch
-from kafkatool.segment import files as names
 from kafkatool.record.layout import (
     CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, INT32_MAX, LEGACY, LEGACY_V1_TIMESTAMP, MAGIC_OFFSET, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT, V2,
 )
+from kafkatool.segment import files as names
 from kafkatool.verify.deep import check_records
 from kafkatool.verify.findings import Finding, FindingAdder, FindingKind
 from kafkatool.verify.options import VerifyOptions, throttle
