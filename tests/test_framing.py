@@ -150,7 +150,7 @@ def check_peer(records_class, buf: bytes, end: int, expected: tuple) -> None:
     """kafka-python/aiokafka frame as Kafka does up to our stop. They differ from Kafka only
     past it: they read a tail of 12..17 bytes (Kafka never does) and check a size below 14
     only when the entry fits; they take a short v2 entry, a short v1 message or a negative
-    magic as an entry (Kafka throws)."""
+    magic as an entry, or fail decoding its header (Kafka throws at framing)."""
     entries, stop, message, _ = expected
     peer, error = [], None
     records = records_class(buf[:end])
@@ -162,23 +162,29 @@ def check_peer(records_class, buf: bytes, end: int, expected: tuple) -> None:
             size = batch.size_in_bytes if hasattr(batch, "size_in_bytes") else 12 + struct.unpack_from(">i", buf, pos + 8)[0]
             peer.append((pos, size))
             pos += size
-    except (KafkaPythonCorrupt, AioCorrupt) as e:
+    except (KafkaPythonCorrupt, AioCorrupt, struct.error) as e:  # struct.error: kafka-python on a short v2 header
         error = e
-    except SystemError:
-        # aiokafka's compiled legacy decoder fails on some valid v0 messages before they are
-        # framed (a bug of its own record decoding, not of framing): nothing to compare
-        assert records_class is AioRecords
-        return
+    except SystemError as e:  # aiokafka's compiled reader on an entry it misreads past our stop
+        assert records_class is AioRecords and len(peer) >= len(entries)
+        error = e
     assert peer[: len(entries)] == [(p, s) for p, s, _m in entries]
     if stop == "end":
         assert len(peer) == len(entries) and error is None
     elif stop == "tail":
         # nothing more, or (a tail of at most 17 bytes) an entry too small for them too
-        assert len(peer) == len(entries) and (error is None or "minimum record overhead" in str(error))
+        assert len(peer) == len(entries)
+        assert error is None or "minimum record overhead" in str(error) or isinstance(error, SystemError)
     elif message.startswith("Found record size"):
         assert len(peer) == len(entries)  # they stop, or raise, at the same entry
-    else:
-        assert len(peer) > len(entries)  # short entry or negative magic: they take it
+    else:  # short entry or negative magic: they take it, or fail on it decoding its header
+        assert len(peer) > len(entries) or error is not None
+
+
+def _holds_legacy(buf: bytes, end: int, expected: tuple) -> bool:
+    """Whether an entry up to the walk's stop (included) has magic 0 or 1."""
+    starts = [p for p, _s, _m in expected[0]]
+    stop = starts[-1] + expected[0][-1][1] if starts else 0
+    return any(p + 16 < end and buf[p + 16] in (0, 1) for p in (*starts, stop))
 
 
 def check_all(buf: bytes, file: Path | None = None, ends=None) -> None:
@@ -189,7 +195,11 @@ def check_all(buf: bytes, file: Path | None = None, ends=None) -> None:
         assert walk_memory(buf, end) == expected, end
         check_c_walk(buf, end, expected)
         check_peer(KafkaPythonRecords, buf, end, expected)
-        check_peer(AioRecords, buf, end, expected)
+        if not _holds_legacy(buf, end, expected):
+            # aiokafka's compiled reader decodes a legacy message while it frames it and misreads
+            # valid v0 messages (its errors, even the entries it sees next, vary run to run):
+            # a bug of its record decoding, so it is a reference for v2 segments only
+            check_peer(AioRecords, buf, end, expected)
         if file is not None:
             for window in (17, 18, 61, 200, 1 << 20):
                 assert walk_file(file, end, window, compiled=False) == expected, (end, window)
