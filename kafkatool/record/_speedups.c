@@ -1119,11 +1119,10 @@ be16u(const uint8_t *p)
  * traversals of the growing result (a third of the run time otherwise). Equal
  * stored/computed CRCs and equal base/max timestamps share one int object. */
 static PyObject *
-make_batch(PyTypeObject *batch_type, const uint8_t *p, long long position, Py_ssize_t total)
+make_batch_crc(PyTypeObject *batch_type, const uint8_t *p, long long position, Py_ssize_t total, uint32_t computed)
 {
     PyObject *b, *item;
     int i;
-    uint32_t computed = crc32c_update(0, p + 21, (size_t)(total - 21));
     uint32_t stored = be32u(p + 17);
     int64_t base_ts = be64(p + 27), max_ts = be64(p + 35);
 
@@ -1172,6 +1171,20 @@ make_batch(PyTypeObject *batch_type, const uint8_t *p, long long position, Py_ss
         PyObject_GC_UnTrack(b);
     return b;
 }
+
+/* make_batch_crc with the CRC-32C computed here. */
+static PyObject *
+make_batch(PyTypeObject *batch_type, const uint8_t *p, long long position, Py_ssize_t total)
+{
+    return make_batch_crc(batch_type, p, position, total, crc32c_update(0, p + 21, (size_t)(total - 21)));
+}
+
+/* The one framing of the compiled loops (defined below, with the scans that share it):
+ * up to three complete v2 entries ahead with their CRCs, and why there is none. They follow
+ * kafkatool.record.framing.frame_entry (tests/test_framing.py holds them to it). */
+static int frame_v2(const uint8_t *buf, Py_ssize_t p, Py_ssize_t end, const uint8_t *ent[3], Py_ssize_t tot[3],
+                    uint32_t computed[3]);
+static int walk_stop_status(const uint8_t *buf, Py_ssize_t p, Py_ssize_t end);
 
 PyDoc_STRVAR(walk_v2_doc,
 "walk_v2(buf, pos, end, file_position, batch_type)\n--\n\n"
@@ -1243,46 +1256,28 @@ walk_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     buf = (const uint8_t *)view.buf;
     p = pos;
     for (;;) {
-        const uint8_t *e = buf + p;
-        int32_t size;
-        Py_ssize_t total;
-        int8_t magic;
-        PyObject *batch;
+        /* frame up to three complete v2 entries ahead and CRC them together (§3 step 1: a
+         * tail of <= 17 bytes is never parsed; status 0 means "refill, or the file's tail") */
+        const uint8_t *ent[3];
+        uint32_t computed[3];
+        Py_ssize_t tot[3];
+        int n = frame_v2(buf, p, end, ent, tot, computed), i;
 
-        /* §3 step 1: a tail of <= 17 bytes is never parsed (Kafka's
-         * `position >= end - 17`); 0 means "refill, or the file's tail". */
-        if (end - p <= WALK_HEADER_UP_TO_MAGIC) {
-            status = WALK_NEED_MORE;
+        if (n == 0) {
+            status = walk_stop_status(buf, p, end);
             break;
         }
-        size = be32(e + 8);
-        if (size < WALK_MIN_SIZE) {
-            status = WALK_BAD_SIZE;
-            break;
+        for (i = 0; i < n; i++) {
+            PyObject *batch = make_batch_crc(batch_type, ent[i], file_position + (p - pos), tot[i], computed[i]);
+            if (batch == NULL || PyList_Append(list, batch) < 0) {
+                Py_XDECREF(batch);
+                Py_DECREF(list);
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            Py_DECREF(batch);
+            p += tot[i];
         }
-        total = (Py_ssize_t)size + WALK_LOG_OVERHEAD;
-        if (total > end - p) {
-            status = WALK_NEED_MORE;
-            break;
-        }
-        magic = (int8_t)e[16];
-        if (magic < 2) {
-            status = WALK_LEGACY;
-            break;
-        }
-        if (total < WALK_V2_HEADER) {
-            status = WALK_SHORT_V2;
-            break;
-        }
-        batch = make_batch(batch_type, e, file_position + (p - pos), total);
-        if (batch == NULL || PyList_Append(list, batch) < 0) {
-            Py_XDECREF(batch);
-            Py_DECREF(list);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        Py_DECREF(batch);
-        p += total;
     }
     PyBuffer_Release(&view);
     result = Py_BuildValue("(Nni)", list, p, status);
