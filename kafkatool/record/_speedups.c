@@ -701,9 +701,10 @@ decode_records_part(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * Why its own CRC although the `crc32c` package is a dependency (issue 10 asked to drop it
  * unless the package costs more than 5%): bench/bench_crc.py runs these loops with every CRC
  * replaced by a call of crc32c.crc32c per batch. Measured 2026-11-25 (32 MiB segments, CPU
- * seconds, best of 7), library / own: one-record batches 2.50x in verify's scan and 1.42x in
- * walk_v2 (the call costs more than the CRC of a ~400-byte batch, and three batches cannot be
- * interleaved through it); 16 KiB batches 1.11x in the scan, 0.85x in walk_v2. So it stays.
+ * seconds, best of 7, two runs), library / own: one-record batches 2.1-2.5x in verify's scan
+ * and 1.39-1.42x in walk_v2 (the call costs more than the CRC of a ~400-byte batch, and three
+ * batches cannot be interleaved through it); 16 KiB batches 1.07-1.11x in the scan and 1.31x
+ * in walk_v2 (0.85x before walk_v2 CRC'd three batches at once). So it stays.
  */
 
 #define CRC32C_POLY 0x82F63B78u
