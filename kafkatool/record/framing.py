@@ -21,7 +21,8 @@ answer is a tuple ``(kind, size, magic, error)``:
 ``(ERROR, size, magic, error)``
     Kafka throws here: a size below 14, an entry shorter than its own header (v2 below
     61 bytes, v1 below 22), a negative magic. ``error`` is a :class:`~kafkatool.errors.KafkaToolError`
-    located at the entry (``path``, ``base + pos``); ``size`` is the size field read.
+    located at the entry (``path``, ``base + pos``); ``size`` is the size field read;
+    ``magic`` is None for a bad size (Kafka never looks at it then).
 
 The checks run in Kafka's order (``ByteBufferLogInputStream.nextBatch``, then the batch's
 own size check), and an entry is judged by its magic only when its header is at hand, so
