@@ -214,6 +214,56 @@ def damage_real(logdir: Path) -> None:
         f.write(b"\x00\x00\x00\x00\x00\x00\x00\x07\x00\x00\x10")  # a short tail
 
 
+def make_edge_tree(root: Path, sample: Path) -> None:
+    """Directories the discovery of every command must treat as before: a directory of log dirs
+    named like partitions, symbolic links (to a partition dir, dangling),
+    FIFOs named like segments, a non-UTF-8 partition name, transitional and nested dirs, loose
+    files, a backup dir, and dirs with nothing Kafka in them."""
+    seg = sample / "v2-none-0"
+
+    def put(rel: str | bytes, src: Path | None = None) -> None:
+        p = os.path.join(os.fsencode(root), os.fsencode(rel))
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(src.read_bytes() if src else b"")
+
+    z = "00000000000000000000"
+    for ld in ("kafka/data-1", "kafka/data-2"):
+        put(f"{ld}/meta.properties", sample / "meta.properties")
+        put(f"{ld}/recovery-point-offset-checkpoint", sample / "recovery-point-offset-checkpoint")
+        for t in ("a-0", "b-1"):
+            for suffix in (".log", ".index", ".timeindex"):
+                put(f"{ld}/{t}/{z}{suffix}", seg / f"{z}{suffix}")
+            put(f"{ld}/{t}/leader-epoch-checkpoint", seg / "leader-epoch-checkpoint")
+            put(f"{ld}/{t}/junk.txt")
+        os.makedirs(root / ld / "remote-log-index-cache", exist_ok=True)
+    put(f"kafka/data-2/notapartition/x-0/{z}.log", seg / f"{z}.log")
+    put(f"elsewhere/c-0/{z}.log", seg / f"{z}.log")
+    os.symlink(root / "elsewhere" / "c-0", root / "kafka" / "data-1" / "c-0")
+    # (no symbolic link to a directory above: before issue 10 dump followed one until the path
+    # grew too long, repeating every file below it; it is no longer followed, see test_dump_hardening)
+    put(b"kafka/data-1/t\xff-0/" + f"{z}.log".encode(), seg / f"{z}.log")
+    os.mkfifo(root / "kafka" / "data-1" / "a-0" / "00000000000000000090.log")
+    os.symlink("/nonexistent", root / "kafka" / "data-1" / "a-0" / "00000000000000000095.log")
+    os.symlink("/nonexistent", root / "kafka" / "data-2" / "a-0" / "00000000000000000099.index")
+    os.mkfifo(root / "kafka" / "data-2" / "b-1" / "00000000000000000077.log")
+    put("kafka/data-2/a-0/abc.log")
+    put("kafka/data-2/a-0/5.log", seg / f"{z}.log")
+    os.makedirs(root / "kafka" / "data-2" / "a-0.6b66746c000000000000000000000000-delete")
+    put(f"kafka/data-2/b-1.0123456789abcdef0123456789abcdef-future/{z}.log", seg / f"{z}.log")
+    put("etc/dbus-1/system.conf")
+    put("etc/passwd")
+    os.makedirs(root / "empty")
+    put(f"nest/p-0/{z}.log", seg / f"{z}.log")
+    put(f"nest/p-0/q-1/{z}.log", seg / f"{z}.log")
+    put("loose/00000000000000000003.log", seg / f"{z}.log")
+    put("loose/00000000000000000003.index")
+    put("loose/foo.log", seg / f"{z}.log")
+    put("bk/MANIFEST.json")
+    put("bk/RESTORE.txt")
+    put(f"bk/t-0/{z}.log", seg / f"{z}.log")
+
+
 def build_cases(inputs: Path, sample: Path, damaged: Path, real: Path | None) -> tuple[list[Case], list[Scenario]]:
     cases: list[Case] = []
     scenarios: list[Scenario] = []
@@ -248,6 +298,19 @@ def build_cases(inputs: Path, sample: Path, damaged: Path, real: Path | None) ->
     add("verify bad jobs", "verify", "--jobs", "0", sample)
     add("reindex bad interval", "reindex", "--index-interval-bytes", "-1", sample)
     add("truncate bad format", "truncate", "--format", "table", sample)
+
+    # --- discovery edge cases (make_edge_tree)
+    edge = inputs / "edge"
+    for rel in ("", "kafka", "kafka/data-1", "kafka/data-2", "kafka/data-1/a-0", "kafka/data-1/c-0", "nest", "loose",
+                "etc", "bk", "kafka/data-2/notapartition", "kafka/data-2/b-1/00000000000000000077.log"):
+        t = edge / rel
+        add(f"dump edge:{rel}", "dump", t)
+        add(f"verify edge:{rel}", "verify", t)
+        add(f"verify --format jsonl --jobs 2 edge:{rel}", "verify", "--format", "jsonl", "--jobs", "2", t)
+        add(f"reindex edge:{rel}", "reindex", "--format", "jsonl", t)
+        add(f"truncate edge:{rel}", "truncate", "--format", "jsonl", t)
+    add("dump edge: files and dirs named", "dump", edge / "loose" / "foo.log", str(edge / "kafka/data-2/a-0") + "//",
+        edge / "loose" / "00000000000000000003.index", edge / "kafka/data-1/")
 
     # --- the targets
     real_tops = sorted(p for p in real.iterdir() if p.is_dir()) if real else []
@@ -440,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.copytree(sample, damaged)
         damage(damaged)
         (inputs / "empty").mkdir()
+        make_edge_tree(inputs / "edge", sample)
         shutil.copytree(sample, inputs / "dry" / "sample" / "logdir")
         shutil.copytree(damaged, inputs / "dry" / "damaged" / "logdir")
         if real:

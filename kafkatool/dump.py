@@ -33,6 +33,7 @@ from kafkatool.segment import files as names
 from kafkatool.segment import index as idx
 from kafkatool.segment import snapshot as snap
 from kafkatool.segment import txnindex as txn
+from kafkatool.segment.logdir import Target, descend_partition_named, expand
 from kafkatool.segment.walk import SegmentWalker, WalkStop
 
 __all__ = ["DumpOptions", "iter_dump", "normalize_display_path"]
@@ -297,17 +298,15 @@ class _RunState:
     errors: int = 0
 
 
-_SUFFIX_RANK = {".log": 0, ".checkpoint": 0, ".index": 1, ".timeindex": 2, ".txnindex": 3, ".snapshot": 4}
-
-
-def _dump_order(name: str) -> tuple:
-    """Segments in offset order (.log, .index, .timeindex, .txnindex), then snapshots, then text files."""
-    suffix = names.file_suffix(name)
-    rank = _SUFFIX_RANK.get(suffix or "", 9)
-    prefix = name.split(".", 1)[0].split("-", 1)[0]
-    if rank < 9 and prefix.isdigit():
-        return (0 if rank < 4 else 1, int(prefix), rank, name)
-    return (2, 0, 0, name)
+#: Files a directory listing leaves out (named on the command line, they are still dumped).
+_NOT_DUMPED = {
+    names.FileKind.LOCK,
+    names.FileKind.CLEAN_SHUTDOWN,
+    names.FileKind.DELETED,
+    names.FileKind.CLEANED,
+    names.FileKind.SWAP,
+    names.FileKind.UNKNOWN,
+}
 
 
 def expand_paths(paths: list[str]) -> list[str | FileError]:
@@ -324,85 +323,55 @@ def expand_paths(paths: list[str]) -> list[str | FileError]:
     """
     out: list[str | FileError] = []
     for p in paths:
-        if p and os.path.isdir(p):
-            try:
-                found = _expand_dir(p, out)
-            except OSError as e:
-                raise _dir_error(e, p) from None
-            if not found:
-                for sub in _log_dirs_under(p):
-                    try:
-                        found = _expand_dir(sub, out) or found
-                    except OSError as e:
-                        out.append(FileError(sub, _dir_error(e, sub)))
-                        found = True
-                if not found:
-                    raise NothingToDump(
-                        "nothing Kafka here: no segment, index, snapshot or checkpoint files, no partition "
-                        "directories and no log dirs below it",
-                        path=normalize_display_path(p),
-                    )
-        else:
+        if not (p and os.path.isdir(p)):
             out.append(p)
+            continue
+        targets = expand([p], descend=descend_partition_named)
+        if targets[0].error is not None:
+            raise _dir_error(targets[0])
+        found = _add_files(targets, out)
+        if not found:
+            for sub in _log_dirs_under(p):
+                found = _add_files(expand([sub], descend=descend_partition_named), out) or found
+            if not found:
+                raise NothingToDump(
+                    "nothing Kafka here: no segment, index, snapshot or checkpoint files, no partition "
+                    "directories and no log dirs below it",
+                    path=normalize_display_path(p),
+                )
     return out
 
 
-def _dir_error(e: OSError, path: str) -> KafkaToolError:
-    return KafkaToolError(f"cannot read directory: {e.strerror or e}", path=normalize_display_path(path))
+def _dir_error(target: Target) -> KafkaToolError:
+    e = target.error.os_error
+    return KafkaToolError(f"cannot read directory: {e.strerror or e}", path=normalize_display_path(target.path))
 
 
-def _expand_dir(p: str, out: list) -> bool:
-    """Append the dumpable files of directory ``p`` and of its partition dirs; whether there was any."""
+def _add_files(targets: list[Target], out: list) -> bool:
+    """Append the dumpable files of each directory target (or its error); whether any was appended.
+
+    The targets come from :func:`expand` with :func:`descend_partition_named`: a directory
+    first, then its partition dirs (and theirs), each in name order.
+    """
     before = len(out)
-    entries = sorted(os.listdir(p))
-    files = []
-    subdirs = []
-    for n in entries:
-        full = os.path.join(p, n)
-        if os.path.isdir(full):
-            if names.parse_partition_dir(n) is not None:
-                subdirs.append(full)
-        elif names.classify(n) not in _NOT_DUMPED:
-            files.append(n)  # FIFOs and devices too: dump refuses them by name, it does not skip them
-    out.extend(os.path.join(p, n) for n in sorted(files, key=_dump_order))
-    for sub in subdirs:
-        try:
-            _expand_dir(sub, out)
-        except OSError as e:
-            out.append(FileError(sub, _dir_error(e, sub)))
+    for t in targets:
+        if t.error is not None:
+            out.append(FileError(t.path, _dir_error(t)))
+            continue
+        # FIFOs and devices too: dump refuses them by name, it does not skip them
+        files = [e for e in t.entries if not e.is_dir and e.kind not in _NOT_DUMPED]
+        files.sort(key=lambda e: names.segment_order(e.name, snapshots_last=True))
+        out.extend(e.path for e in files)
     return len(out) > before
 
 
 def _log_dirs_under(p: str) -> list[str]:
     """The subdirectories of ``p`` that are log dirs (a ``meta.properties``, or partition dirs in them)."""
-    found = []
-    try:
-        entries = sorted(os.listdir(p))
-    except OSError:
-        return []
-    for n in entries:
-        sub = os.path.join(p, n)
-        if not os.path.isdir(sub):
-            continue
-        try:
-            inner = os.listdir(sub)
-        except OSError:
-            continue
-        if "meta.properties" in inner or any(
-            names.parse_partition_dir(m) is not None and os.path.isdir(os.path.join(sub, m)) for m in inner
-        ):
-            found.append(sub)
-    return found
-
-
-_NOT_DUMPED = {
-    names.FileKind.LOCK,
-    names.FileKind.CLEAN_SHUTDOWN,
-    names.FileKind.DELETED,
-    names.FileKind.CLEANED,
-    names.FileKind.SWAP,
-    names.FileKind.UNKNOWN,
-}
+    return [
+        t.path
+        for t in expand([p], descend=lambda t, _e: t.named)[1:]
+        if t.error is None and (t.is_log_dir or any(e.is_dir and e.partition_dir is not None for e in t.entries))
+    ]
 
 
 def iter_dump(targets: list[str | FileError], opts: DumpOptions) -> Iterator[object]:
@@ -783,6 +752,16 @@ def _open_log_for(log_path: str, display: str):
     return f
 
 
+def _sanity_checked(check, index, path: str, display: str) -> Note:
+    """--index-sanity-check: Kafka's sanity check of an offset or time index (``check``), and the
+    line saying that it passed; the error of a failed check is located in the index file."""
+    try:
+        check(index, path=absolute_path(path))
+    except KafkaToolError as e:
+        raise e.at(display, 0) if e.path is None else e
+    return Note(display, f"{display} passed sanity check.", kind="sanity_ok")
+
+
 def _dump_index(path: str, display: str, name: str, state: _RunState) -> Iterator[object]:
     opts = state.opts
     base = names.parse_base_offset(name)
@@ -792,11 +771,7 @@ def _dump_index(path: str, display: str, name: str, state: _RunState) -> Iterato
         yield Note(display, f"{display} is empty.", kind="empty")
         return
     if opts.index_sanity_check:
-        try:
-            idx.sanity_check_offset_index(index, path=absolute_path(path))
-        except KafkaToolError as e:
-            raise e.at(display, 0) if e.path is None else e
-        yield Note(display, f"{display} passed sanity check.", kind="sanity_ok")
+        yield _sanity_checked(idx.sanity_check_offset_index, index, path, display)
         return
     mismatches: list[tuple[int, int]] = []
     with _open_log_for(log_path, display) as log_file:
@@ -830,11 +805,7 @@ def _dump_time_index(path: str, display: str, name: str, state: _RunState) -> It
     log_path = _sibling_log(path, display)
     tindex = idx.decode_time_index(read_regular(path), base, path)
     if opts.index_sanity_check:
-        try:
-            idx.sanity_check_time_index(tindex, path=absolute_path(path))
-        except KafkaToolError as e:
-            raise e.at(display, 0) if e.path is None else e
-        yield Note(display, f"{display} passed sanity check.", kind="sanity_ok")
+        yield _sanity_checked(idx.sanity_check_time_index, tindex, path, display)
         return
     index_path = str(names.sibling(path, ".index"))
     if not os.path.lexists(index_path):

@@ -370,18 +370,31 @@ def test_an_unreadable_partition_dir_is_reported_and_the_rest_dumped(run, tmp_pa
     for name in ("a-0", "b-0", "c-0"):
         (logdir / name).mkdir()
         (logdir / name / LOG).write_bytes(three_batches())
-    real_listdir = os.listdir
+    # b-0 cannot be listed, whichever call lists it (os.listdir or os.scandir)
+    for call in ("listdir", "scandir"):
+        def refuse(path=".", _real=getattr(os, call)):
+            if os.fspath(path) == str(logdir / "b-0"):
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return _real(path)
 
-    def listdir(path):
-        if os.fspath(path) == str(logdir / "b-0"):
-            raise PermissionError(13, "Permission denied", os.fspath(path))
-        return real_listdir(path)
-
-    monkeypatch.setattr(os, "listdir", listdir)
+        monkeypatch.setattr(os, call, refuse)
     r = run("dump", str(logdir))
     assert r.code == 1
     assert [l for l in r.lines if l.startswith("Dumping")] == [f"Dumping {logdir}/a-0/{LOG}", f"Dumping {logdir}/c-0/{LOG}"]
     assert r.err == f"kafkatool: error: {logdir}/b-0: cannot read directory: Permission denied\n"
+
+
+def test_a_symlink_loop_to_a_dir_above_is_not_followed(run, tmp_path):
+    # logdir/a-0/up-0 -> logdir: named like a partition, it leads back above itself. Before
+    # issue 10 dump followed it until the path grew too long, dumping every file again at each
+    # level; the log dir's files are dumped once.
+    logdir = tmp_path / "logdir"
+    (logdir / "a-0").mkdir(parents=True)
+    (logdir / "a-0" / LOG).write_bytes(three_batches())
+    (logdir / "a-0" / "up-0").symlink_to(logdir)
+    r = run("dump", str(logdir))
+    assert r.code == 0 and r.err == ""
+    assert [l for l in r.lines if l.startswith("Dumping")] == [f"Dumping {logdir}/a-0/{LOG}"]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another uid")

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 import unicodedata
 
 from kafkatool import dump as d
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import checkpoint_value
+from kafkatool.render.times import iso_time
 from kafkatool.render.text import CODEC_NAMES, control_suffix
 
 __all__ = ["TableRenderer", "escape", "iso_time"]
@@ -83,32 +83,6 @@ def escape(text: str) -> str:
                 e = f"\\x{o:02x}" if o < 0x100 else (f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
             out.append(e)
     return "".join(out)
-
-
-_iso_last = [None, ""]  # the last millisecond formatted, and the last second
-_iso_second = [None, ""]  # (timestamps in a segment run in order: most calls repeat one of them)
-
-
-def iso_time(ms: int) -> str:
-    """Epoch milliseconds as ISO 8601 UTC (``2023-11-14T22:13:20.005Z``); empty for none (< 0) or out of range."""
-    if _iso_last[0] == ms:
-        return _iso_last[1]
-    if ms < 0:
-        return ""
-    sec, milli = divmod(ms, 1000)
-    if _iso_second[0] != sec:
-        try:
-            text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(sec))
-        except (OverflowError, OSError, ValueError):
-            return ""
-        if len(text) != 19:  # a year past 9999
-            return ""
-        _iso_second[0] = sec
-        _iso_second[1] = text
-    text = f"{_iso_second[1]}.{milli:03d}Z"
-    _iso_last[0] = ms
-    _iso_last[1] = text
-    return text
 
 
 def _cell_len(text: str) -> int:
@@ -405,18 +379,8 @@ class TableRenderer:
                 string_keys = kd is _string_decoder
                 string_values = vd is _string_decoder
                 for roff, ts, key, value, headers, _s, _a, _c, _v, _m in records:
-                    if key is None:
-                        k = "null"
-                    else:
-                        k = key.decode("utf-8", "replace") if string_keys else kd(key)
-                        if not k.isprintable():
-                            k = escape(k)
-                    if value is None:
-                        v = "null"
-                    else:
-                        v = value.decode("utf-8", "replace") if string_values else vd(value)
-                        if not v.isprintable():
-                            v = escape(v)
+                    k = _data_cell(key, string_keys, kd)
+                    v = _data_cell(value, string_values, vd)
                     if headers:
                         h = escape(
                             ", ".join(
@@ -429,6 +393,14 @@ class TableRenderer:
         if len(rows) >= _ROWS_PER_CHUNK:
             return self._flush_rows()
         return ""
+
+
+def _data_cell(data: bytes | None, is_string: bool, decode) -> str:
+    """A key or value cell: ``null``, or the decoded text with what does not print escaped."""
+    if data is None:
+        return "null"
+    text = data.decode("utf-8", "replace") if is_string else decode(data)
+    return text if text.isprintable() else escape(text)
 
 
 def _flags(b) -> str:
