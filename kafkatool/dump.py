@@ -783,7 +783,7 @@ def _dump_index(path: str, display: str, name: str, state: _RunState) -> Iterato
                     f"no complete batch at log position {position} within --max-message-size {opts.max_message_size}"
                     + (" (position is at the end of the log)" if position == log_size else ""),
                     path=display,
-                    position=i * 8,
+                    position=i * idx.OFFSET_ENTRY_SIZE,
                 )
             batch, _data = found
             if batch.last_offset != offset:

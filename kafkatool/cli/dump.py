@@ -13,6 +13,7 @@ import click
 
 from kafkatool.cli.main import ExitCode
 from kafkatool.record.layout import INT32_MAX
+from kafkatool.render.terminal import is_terminal
 
 _STRING_DECODER_CLASSES = {
     "org.apache.kafka.tools.api.StringDecoder",
@@ -223,7 +224,7 @@ def dump(
         json_lines_stream(out)
     err = _utf8(sys.stderr)
     progress = None
-    if not quiet and _isatty(sys.stderr) and not _isatty(sys.stdout):
+    if not quiet and is_terminal(sys.stderr) and not is_terminal(sys.stdout):
         progress = _Progress(targets, FileError)
     write_err = progress.write if progress is not None else err.write
     files_failed = 0
@@ -257,13 +258,6 @@ def dump(
         if progress is not None:
             progress.stop()
     sys.exit(ExitCode.FINDINGS if files_failed else ExitCode.OK)
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 class _Progress:

@@ -23,6 +23,7 @@ from kafkatool import dump as d
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import checkpoint_value
+from kafkatool.render.terminal import is_terminal, terminal_width
 from kafkatool.render.times import iso_time
 from kafkatool.render.text import CODEC_NAMES, control_suffix
 
@@ -133,9 +134,9 @@ class TableRenderer:
         self.opts = opts
         self.kd = get_decoder(key_decoder)
         self.vd = get_decoder(value_decoder)
-        tty = _isatty(sys.stdout)
+        tty = is_terminal(sys.stdout)
         if width is None and tty:
-            width = _terminal_width()
+            width = terminal_width()
         self.width = width  # None: never fold
         if color is None:
             color = tty and not os.environ.get("NO_COLOR")
@@ -417,16 +418,3 @@ def _flags(b) -> str:
 def _rule(chars: tuple[str, str, str, str], widths: list[int]) -> str:
     left, line, cross, right = chars
     return left + cross.join(line * (w + 2) for w in widths) + right
-
-
-def _isatty(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _terminal_width() -> int:
-    import shutil
-
-    return max(40, shutil.get_terminal_size((100, 24)).columns)
