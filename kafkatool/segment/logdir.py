@@ -408,21 +408,26 @@ class BatchReader(_Reader):
         """The ``.log`` being read."""
         return self.segment.log_path
 
+    def _start(self) -> int | None:
+        """Where the walk starts: ``start``, or the batch ``offset``/``timestamp`` asks for
+        (None: there is none, the walk is over)."""
+        seg, start = self.segment, self.start
+        if self.offset is None and self.timestamp is None:
+            return start
+        if self.timestamp is None:
+            start = max(start, _index_lookup(seg, self.offset, floor=start) or start)  # type: ignore[arg-type]
+        else:
+            start = max(start, _time_lookup(seg, self.timestamp, floor=start) or start)
+        # the batches before the one asked for (an index interval's worth, or a whole segment
+        # without an index) are skipped with a small window: the walk that follows starts at
+        # the batch found, and reads its 1 MiB window only from there
+        return self._find(start)
+
     def _walk(self) -> Iterator[Batch]:
         seg = self.segment
-        start = self.start
-        if self.offset is not None or self.timestamp is not None:
-            if self.timestamp is None:
-                start = max(start, _index_lookup(seg, self.offset, floor=start) or start)  # type: ignore[arg-type]
-            else:
-                start = max(start, _time_lookup(seg, self.timestamp, floor=start) or start)
-            # the batches before the one asked for (an index interval's worth, or a whole
-            # segment without an index) are skipped with a small window: the walk that follows
-            # starts at the batch found, and reads its 1 MiB window only from there
-            found = self._find(start)
-            if found is None:
-                return
-            start = found
+        start = self._start()
+        if start is None:
+            return
         f = open_log(seg.log_path)
         walker = SegmentWalker(f, start=start, end=self.end, path=seg.log_path, max_batch_bytes=self._max_batch_bytes)
         try:
@@ -700,6 +705,7 @@ def _split_points(seg: Segment, size: int, wanted: list[int]) -> list[int]:
     cuts: list[int] = []
     pos = 0  # a batch start
     buf, buf_start = b"", 0  # headers are read in blocks: small batches cost no read each
+    length = 0  # the size field of the last header read
     with open_log(seg.log_path) as f:
         fd = f.fileno()
         for want in wanted:
@@ -710,7 +716,10 @@ def _split_points(seg: Segment, size: int, wanted: list[int]) -> list[int]:
                 # the entry at pos: its size field must frame a whole entry (else a tail or damage)
                 rel = pos - buf_start
                 if not 0 <= rel <= len(buf) - LOG_OVERHEAD:
-                    buf, buf_start, rel = os.pread(fd, _HEADER_BLOCK, pos), pos, 0
+                    # after a batch larger than a block, read its successor's header alone: the
+                    # walk reads 12 bytes a batch, never the batches' contents
+                    read = LOG_OVERHEAD if length > _HEADER_BLOCK else _HEADER_BLOCK
+                    buf, buf_start, rel = os.pread(fd, read, pos), pos, 0
                     if len(buf) < LOG_OVERHEAD:
                         return cuts
                 _offset, length = _HEAD.unpack_from(buf, rel)
