@@ -354,12 +354,11 @@ def plan_reindex(
                        f"rebuilt {what} would cover less of the log than the {'files' if len(losing) > 1 else 'file'} "
                        f"on disk, which {'describe' if len(losing) > 1 else 'describes'} batches after it; "
                        f"run `kafkatool truncate --execute {directory}` first")
-    prefix = os.path.basename(log_path).split(".", 1)[0]
+    mine = names.segment_file_name(base, ".")  # this segment's leftovers: <20 digits>.<anything>
     leftovers = []
     interrupted_backup = None
     for p, what in pending:
-        n = os.path.basename(p)
-        if n.split(".", 1)[0] != prefix or not what.startswith(("temp file", "reindex journal")):
+        if not os.path.basename(p).startswith(mine) or not what.startswith(("temp file", "reindex journal")):
             continue  # not this segment's, or another command's pending state (never removed)
         leftovers.append(p)
         if what.startswith("reindex journal") and (recorded := journal_backup_dir(p)) is not None:
@@ -604,7 +603,7 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
             mine = [(c.path, c.data) for c in plan.changes if c.writes]
             if mine:
                 replace_files(mine, backup, reason=reason,
-                              journal_prefix=os.path.basename(plan.log_path).split(".", 1)[0],
+                              journal_prefix=names.segment_file_name(plan.base_offset, ""),
                               like={c.path: plan.log_path for c in plan.changes})
         removed += unlink_all(journals)  # only once every file is new: the journal marks an unfinished repair
         if temps or journals:
@@ -636,21 +635,7 @@ def apply_reindex_partition(plans: Sequence[ReindexPlan], backup: Backup | str) 
     return reports
 
 
-def apply_all(
-    plans: Sequence[ReindexPlan],
-    backup_dir: Callable[[str], str] | str,
-    *,
-    force: bool = False,
-    allow_transitional: bool = False,
-    on_segment: Callable[[ReindexReport], None] | None = None,
-    on_start: Callable[[str], None] | None = None,
-    on_refused: Callable[[Sequence[ReindexPlan], PartitionRefused], None] | None = None,
-    on_report: Callable[[ReindexReport], None] | None = None,
-) -> list[ReindexReport]:
-    """Apply several reindex plans (see :func:`~kafkatool.safety.apply_locked`); ``on_report``
-    is ``on_segment``'s other name (the one every plan/apply command takes)."""
-    return apply_locked(
-        plans, backup_dir, apply_reindex_partition, Backup,
-        force=force, allow_transitional=allow_transitional, on_report=on_report or on_segment,
-        on_start=on_start, on_refused=on_refused,
-    )
+def apply_all(plans: Sequence[ReindexPlan], backup_dir: Callable[[str], str] | str, **options) -> list[ReindexReport]:
+    """Apply several reindex plans through the shared driver (:func:`~kafkatool.safety.apply_locked`:
+    ``force``, ``allow_transitional``, ``on_report``, ``on_start``, ``on_refused``)."""
+    return apply_locked(plans, backup_dir, apply_reindex_partition, Backup, **options)

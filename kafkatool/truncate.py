@@ -63,6 +63,7 @@ refuse, naming the file and what changed, with the way out.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass, field
@@ -106,6 +107,7 @@ from kafkatool.safety import (
 )
 from kafkatool.segment import files as names
 from kafkatool.segment.checkpoint import decode_leader_epoch_checkpoint, encode_leader_epoch_checkpoint
+from kafkatool.segment.logdir import DirectoryError, Partition
 from kafkatool.segment.index import (
     DEFAULT_INDEX_INTERVAL_BYTES,
     IndexAppendError,
@@ -760,11 +762,13 @@ def _scan_keeping(log_path: str, fd: int, base: int, st: os.stat_result, interva
 
 
 def _partition_segments(partition_dir: str) -> list[str]:
-    out = []
-    for n in os.listdir(partition_dir):
-        if names.classify(n) is names.FileKind.LOG:
-            out.append(os.path.join(partition_dir, n))
-    return sorted(out, key=names.parse_base_offset)
+    """Every ``<20 digits>.log`` of the partition dir in base-offset order, whatever it is on disk
+    (a FIFO named like a segment is planned, then refused by name, not skipped unseen)."""
+    try:
+        listing = Partition(partition_dir).listing()
+    except DirectoryError as e:
+        raise (e.os_error or OSError(errno.EIO, str(e), partition_dir)) from None  # callers report an OSError
+    return [e.path for e in listing if e.kind is names.FileKind.LOG]
 
 
 def _leftovers(partition_dir: str) -> tuple[list[str], str | None]:
@@ -1257,26 +1261,17 @@ def apply_truncate_all(
     plans: Sequence[TruncatePlan],
     backup_dir: Callable[[str], str] | str,
     *,
-    force: bool = False,
-    allow_transitional: bool = False,
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
-    on_partition: Callable[[TruncateReport], None] | None = None,
-    on_start: Callable[[str], None] | None = None,
-    on_refused: Callable | None = None,
-    on_report: Callable[[TruncateReport], None] | None = None,
+    **options,
 ) -> list[TruncateReport]:
-    """Apply several truncate plans (see :func:`kafkatool.safety.apply_locked`); refused plans are
-    skipped. With ``on_refused``, a partition refused under the lock (it changed since it was
-    planned, its journal is stale) is reported there and the others go on. ``on_report`` is
-    ``on_partition``'s other name (the one every plan/apply command takes)."""
+    """Apply several truncate plans through the shared driver (:func:`kafkatool.safety.apply_locked`:
+    ``force``, ``allow_transitional``, ``on_report``, ``on_start``, ``on_refused``); refused plans
+    are skipped. With ``on_refused``, a partition refused under the lock (it changed since it was
+    planned, its journal is stale) is reported there and the others go on."""
     return apply_locked(
         [p for p in plans if not p.refusals],
         backup_dir,
         lambda ps, backup: [apply_truncate(p, backup, index_interval_bytes=index_interval_bytes) for p in ps],
         lambda root: TruncateBackup(root, tool="kafkatool truncate"),
-        force=force,
-        allow_transitional=allow_transitional,
-        on_report=on_report or on_partition,
-        on_start=on_start,
-        on_refused=on_refused,
+        **options,
     )

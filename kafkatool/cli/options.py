@@ -260,6 +260,29 @@ def execute_plans(
     return reports, refused
 
 
+def find_targets(paths: Sequence[str], out, *, allow_transitional: bool, nothing_is_an_error: bool = True):
+    """The segments ``paths`` name (``kafkatool.targets.scan_targets``); a directory that
+    cannot be searched or a usage error ends the command (:func:`exit_on_error`,
+    :func:`refuse_bad_targets`)."""
+    from kafkatool.targets import scan_targets
+
+    with exit_on_error(out):
+        targets = scan_targets(paths, allow_transitional=allow_transitional)
+    refuse_bad_targets(targets, paths, nothing_is_an_error=nothing_is_an_error)
+    return targets
+
+
+def total_size(paths: Iterable[str]) -> int:
+    """The bytes of the files at ``paths`` (for a progress bar); a file that cannot be read counts 0."""
+    total = 0
+    for p in paths:
+        try:
+            total += os.path.getsize(p)
+        except OSError:
+            pass
+    return total
+
+
 def refuse_bad_targets(targets, paths: Sequence[str], *, nothing_is_an_error: bool = True) -> None:
     """End the command with exit status 2 when ``targets`` (``kafkatool.targets.scan_targets``)
     hold a usage error (a named file that is not a segment: one line each on standard error),
@@ -296,10 +319,15 @@ def safe_text_stream(stream) -> None:
     """Let a text stream print file names that are not UTF-8 (Linux names are bytes, decoded with
     surrogateescape): their original bytes are written back instead of failing with
     UnicodeEncodeError. A no-op for a stream that cannot be reconfigured."""
+    _set_errors(stream, "surrogateescape")
+
+
+def _set_errors(stream, errors: str) -> None:
+    """``stream.reconfigure(errors=errors)``; a no-op for a stream that cannot be reconfigured."""
     reconfigure = getattr(stream, "reconfigure", None)
     if reconfigure is not None:
         try:
-            reconfigure(errors="surrogateescape")
+            reconfigure(errors=errors)
         except (ValueError, OSError, TypeError):
             pass
 
@@ -329,9 +357,4 @@ def json_lines_stream(stream) -> None:
         codecs.lookup_error("kafkatool-json-escape")
     except LookupError:
         codecs.register_error("kafkatool-json-escape", _json_escape)
-    reconfigure = getattr(stream, "reconfigure", None)
-    if reconfigure is not None:
-        try:
-            reconfigure(errors="kafkatool-json-escape")
-        except (ValueError, OSError, TypeError):
-            pass
+    _set_errors(stream, "kafkatool-json-escape")

@@ -9,22 +9,11 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import (
-    ApplyStates,
-    byte_progress,
-    compact_json,
-    execute_plans,
-    exit_on_error,
-    interruptible,
-    refuse_bad_targets,
-    repair_options,
-    safe_text_stream,
-    warn_live_brokers,
-)
-from kafkatool.render.plans import done_line, plural, problem_line
+from kafkatool.cli.options import ApplyStates, byte_progress, compact_json, execute_plans, exit_on_error, find_targets
+from kafkatool.cli.options import interruptible, repair_options, safe_text_stream, total_size, warn_live_brokers
+from kafkatool.render.plans import done_line, plural, problem_line, problem_object
 from kafkatool.render.plans import reindex_plan_lines as plan_lines
 from kafkatool.render.plans import reindex_plan_object as plan_object
-from kafkatool.render.plans import reindex_problem_object as problem_object
 
 
 @click.command(context_settings={"max_content_width": 100}, short_help="Rebuild wrong or missing .index, .timeindex and .txnindex files as the broker's recovery does (dry run unless --execute).")
@@ -69,7 +58,6 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
     """
     from kafkatool.reindex import apply_all, plan_reindex_all
     from kafkatool.safety import check_partition_dir, find_pending_state, log_dir_of
-    from kafkatool.targets import scan_targets
 
     out = sys.stdout
     safe_text_stream(out)
@@ -77,9 +65,7 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
     started = time.time()
 
     with interruptible("reindex", out):
-        with exit_on_error(out):
-            targets = scan_targets(paths, allow_transitional=allow_transitional)
-        refuse_bad_targets(targets, paths)
+        targets = find_targets(paths, out, allow_transitional=allow_transitional)
         segments = targets.segments
         with exit_on_error(out):
             for d in dict.fromkeys(os.path.dirname(s) for s in segments):
@@ -90,13 +76,7 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
                 "its active segments' indexes change under this plan, and --execute refuses to run until it stops")
         plans = []
         with exit_on_error(out):
-            total = 0
-            for s in segments:
-                try:
-                    total += os.path.getsize(s)
-                except OSError:
-                    pass
-            with byte_progress("reindex", "segments", total, quiet or not segments) as advance:
+            with byte_progress("reindex", "segments", total_size(segments), quiet or not segments) as advance:
                 plans = plan_reindex_all(segments, index_interval_bytes, on_plan=lambda p: advance(p.log_size),
                                          rebuild_all=rebuild_all)
 
@@ -117,7 +97,7 @@ def reindex(paths, rebuild_all, execute, index_interval_bytes, backup_dir, force
     written = sum(len(r.written) for r in reports.values())
     if fmt == "jsonl":
         for p in problems:
-            out.write(compact_json(problem_object(p)) + "\n")
+            out.write(compact_json(problem_object("reindex", p)) + "\n")
         for p in plans:
             out.write(compact_json(plan_object(p, reports.get(p.log_path), refused_at_apply.get(p.log_path))) + "\n")
         out.write(compact_json({

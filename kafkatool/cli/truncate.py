@@ -9,22 +9,11 @@ import time
 import click
 
 from kafkatool.cli.main import ExitCode
-from kafkatool.cli.options import (
-    ApplyStates,
-    byte_progress,
-    compact_json,
-    execute_plans,
-    exit_on_error,
-    interruptible,
-    refuse_bad_targets,
-    repair_options,
-    safe_text_stream,
-    warn_live_brokers,
-)
-from kafkatool.render.plans import done_line, plural, problem_line
+from kafkatool.cli.options import ApplyStates, byte_progress, compact_json, execute_plans, exit_on_error, find_targets
+from kafkatool.cli.options import interruptible, repair_options, safe_text_stream, total_size, warn_live_brokers
+from kafkatool.render.plans import done_line, plural, problem_line, problem_object
 from kafkatool.render.plans import truncate_plan_lines as plan_lines
 from kafkatool.render.plans import truncate_plan_object as plan_object
-from kafkatool.render.plans import truncate_problem_object as problem_object
 
 
 class _States(ApplyStates):
@@ -81,7 +70,6 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
     cut, a stale journal); 130 interrupted (the state of each partition dir is printed).
     """
     from kafkatool.safety import check_partition_dir, log_dir_of
-    from kafkatool.targets import scan_targets
     from kafkatool.truncate import apply_truncate_all, plan_truncate_paths
 
     out = sys.stdout
@@ -91,21 +79,14 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
     unreadable: list[tuple[str, str]] = []  # (path, message): targets that could not be read
 
     with interruptible("truncate", out):
-        with exit_on_error(out):
-            targets = scan_targets(paths, allow_transitional=allow_transitional)
         # a partition dir holding only an interrupted run's journal is still something to do
-        refuse_bad_targets(targets, paths, nothing_is_an_error=not any(_has_pending(p) for p in paths))
+        targets = find_targets(paths, out, allow_transitional=allow_transitional,
+                               nothing_is_an_error=not any(_has_pending(p) for p in paths))
         problems = [p for p in targets.problems if p.kind != "usage"]
         for p in problems:
             if p.kind in ("unreadable", "not_regular"):
                 unreadable.append((p.path, p.message))
         segments = targets.segments
-        total = 0
-        for s in segments:
-            try:
-                total += os.path.getsize(s)
-            except OSError:
-                pass
 
         def cannot_read(partition_dir: str, e: Exception) -> None:
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
@@ -113,7 +94,7 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
             unreadable.append((str(where), f"cannot read: {why}; this partition dir is not planned"))
 
         with exit_on_error(out):
-            with byte_progress("truncate: planning", "partitions", total, quiet or not segments) as advance:
+            with byte_progress("truncate: planning", "partitions", total_size(segments), quiet or not segments) as advance:
                 plans = plan_truncate_paths(paths, keep_valid_after, index_interval_bytes,
                                             on_plan=lambda _p, n: advance(n), segments=segments, on_error=cannot_read)
             for p in plans:
@@ -138,7 +119,7 @@ def truncate(paths, execute, keep_valid_after, index_interval_bytes, backup_dir,
     removed = sum(p.removed_bytes for p in (changed if execute else needing))
     if fmt == "jsonl":
         for p in problems:
-            out.write(compact_json(problem_object(p)) + "\n")
+            out.write(compact_json(problem_object("truncate", p)) + "\n")
         for path, message in unreadable:
             if not any(p.path == path for p in problems):
                 out.write(compact_json({"type": "truncate_problem", "path": path, "kind": "unreadable", "message": message}) + "\n")

@@ -19,14 +19,14 @@ __all__ = [
     "reindex_file_line",
     "reindex_plan_lines",
     "reindex_plan_object",
-    "reindex_problem_object",
     "truncate_plan_lines",
     "truncate_plan_object",
-    "truncate_problem_object",
     "restore_step_line",
     "restore_file_lines",
     "restore_file_object",
     "problem_line",
+    "problem_object",
+    "report_fields",
 ]
 
 
@@ -52,6 +52,28 @@ def done_line(what: str, method: str | None, backup_dir: str | None, kept: str) 
 def problem_line(problem) -> str:
     """A target problem (a stray name, an unreadable dir, a skipped dir) as one line of text."""
     return f"{problem.path}: {'skipped: ' if problem.kind == 'skipped' else ''}{problem.message}"
+
+
+def problem_object(command: str, problem) -> dict:
+    """A target problem as a JSON Lines object of ``command`` (type ``<command>_problem``)."""
+    return {"type": f"{command}_problem", "path": problem.path, "kind": problem.kind, "message": problem.message}
+
+
+def report_fields(report) -> dict:
+    """What ``--execute`` did to a plan, as the JSON fields every command adds to the plan's
+    object, in this order: ``written``, ``moved`` (a report that moves files), ``removed``,
+    ``backupDir``, ``completedInterruptedRun`` (a report that can complete a journal),
+    ``method``, ``verified``."""
+    out: dict = {"written": list(report.written)}
+    if hasattr(report, "moved"):
+        out["moved"] = list(report.moved)
+    out["removed"] = list(report.removed_leftovers)
+    out["backupDir"] = report.backup_dir
+    if hasattr(report, "completed_journal"):
+        out["completedInterruptedRun"] = report.completed_journal
+    out["method"] = report.method
+    out["verified"] = report.verified
+    return out
 
 
 def _name(path: str) -> str:
@@ -147,17 +169,8 @@ def reindex_plan_object(plan, report=None, refused: tuple[str, str] | None = Non
         "needsChanges": plan.needs_changes and refused is None,
     }
     if report is not None:
-        obj["written"] = list(report.written)
-        obj["removed"] = list(report.removed_leftovers)
-        obj["backupDir"] = report.backup_dir
-        obj["method"] = report.method
-        obj["verified"] = report.verified
+        obj.update(report_fields(report))
     return obj
-
-
-def reindex_problem_object(problem) -> dict:
-    """The JSON Lines form of a target problem (a stray name, an unreadable dir, a skipped dir)."""
-    return {"type": "reindex_problem", "path": problem.path, "kind": problem.kind, "message": problem.message}
 
 
 # ----------------------------------------------------------------------------- truncate
@@ -259,19 +272,8 @@ def truncate_plan_object(plan, report=None, refused: str | None = None) -> dict:
         "needsChanges": plan.needs_changes and refused is None,
     }
     if report is not None:
-        obj["written"] = list(report.written)
-        obj["moved"] = list(report.moved)
-        obj["removed"] = list(report.removed_leftovers)
-        obj["backupDir"] = report.backup_dir
-        obj["completedInterruptedRun"] = report.completed_journal
-        obj["method"] = report.method
-        obj["verified"] = report.verified
+        obj.update(report_fields(report))
     return obj
-
-
-def truncate_problem_object(problem) -> dict:
-    """The JSON Lines form of a target problem (an unreadable dir, a stray name, a skipped dir)."""
-    return {"type": "truncate_problem", "path": problem.path, "kind": problem.kind, "message": problem.message}
 
 
 # ----------------------------------------------------------------------------- restore
