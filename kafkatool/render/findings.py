@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from kafkatool.verify import FileSummary, Finding
+from kafkatool.verify import FileSummary, Finding, FindingKind
 
 __all__ = ["finding_object", "summary_object", "finding_line", "summary_line", "finding_text", "summary_lines", "render_table", "render_summary"]
 
@@ -83,7 +83,7 @@ def finding_text(f: Finding) -> str:
 
 
 #: Kinds whose ``expected``/``found`` are epoch milliseconds (a table shows them as ISO 8601 too).
-_TIME_KINDS = frozenset({"timestamp_invalid", "record_timestamp_invalid", "timeindex_timestamp_mismatch"})
+_TIME_KINDS = frozenset({FindingKind.TIMESTAMP_INVALID, FindingKind.RECORD_TIMESTAMP_INVALID, FindingKind.TIMEINDEX_TIMESTAMP_MISMATCH})
 
 
 def _times(f: Finding) -> str:
