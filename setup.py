@@ -15,7 +15,8 @@ setup(
         )
     ],
     # The man pages (generated into man/ from the Click definitions and the prose in
-    # kafkatool/cli/manpages/*.rst by `python -m kafkatool.cli.manpage man/`), installed
+    # kafkatool/cli/manpages/*.rst by `python -m kafkatool.cli.manpage man/`, written as roff
+    # by docutils' manpage writer), installed
     # under <prefix>/share/man, where man(1) finds them: `man kafkatool-verify`, `man kafkatool-runbooks`.
     data_files=[
         ("share/man/man1", sorted(glob("man/*.1"))),

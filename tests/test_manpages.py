@@ -1,5 +1,7 @@
 """The man pages in man/ are generated from the Click definitions and the prose files
-kafkatool/cli/manpages/*.rst (kafkatool.cli.manpage, kafkatool.cli.manprose).
+kafkatool/cli/manpages/*.rst (kafkatool.cli.manpage, kafkatool.cli.manprose), and written as roff
+by docutils' manpage writer (the release series the test extra pins: its roff is what these
+tests read, e.g. ``.SH TITLE``, ``.TP``/``.B`` terms, fonts ended by ``\fP``).
 
 These tests fail when a page is stale, missing or obsolete, when a command has no prose file,
 when an option or argument is missing from its page, when roff reports a warning, and when the
@@ -54,6 +56,11 @@ def _roff(text: str) -> str:
     return text.replace("-", "\\-")
 
 
+def _section(page: str, title: str) -> str:
+    """The roff of section ``title`` of ``page`` (the manpage writer writes ``.SH TITLE``)."""
+    return page.split(f"\n.SH {title}\n", 1)[1].split("\n.SH ", 1)[0]
+
+
 # --------------------------------------------------------------------------- the pages in man/
 
 
@@ -62,28 +69,44 @@ def test_pages_are_up_to_date() -> None:
     assert not stale, f"man pages out of date: {', '.join(stale)}; {FIX}"
 
 
+def test_another_docutils_series_is_named_not_diffed(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Under a docutils whose manpage writer is not the one that wrote man/, the drift check says
+    so (and how to install the pinned series) instead of calling every page out of date."""
+    assert manprose.docutils_series() == manprose.DOCUTILS_SERIES, (
+        f"docutils {manprose.docutils_series()} is installed; man/ is docutils {manprose.DOCUTILS_SERIES}'s: "
+        "pip install -e '.[test]'"
+    )
+    monkeypatch.setattr(manprose, "DOCUTILS_SERIES", "0.99")
+    with pytest.raises(manpage.WrongDocutils, match=r"docutils 0\.99's manpage writer.*docutils 0\.19 is installed.*pip install 'docutils>=0\.99,<0\.100'"):
+        manpage.check(MAN_DIR)
+    with pytest.raises(manpage.WrongDocutils):
+        manpage.write_all(MAN_DIR)  # never rewrites man/ with another series' roff
+    assert manpage.main(["--check", str(MAN_DIR)]) == 1
+    assert "docutils 0.19 is installed" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(("path", "command"), COMMANDS, ids=["-".join(p) for p, _c in COMMANDS])
 def test_every_command_has_a_page(path: tuple[str, ...], command: click.Command) -> None:
     page = _read(f"{manpage.page_name(path)}.1")
-    assert _roff(manpage.page_name(path)) + " \\- " in page  # its NAME line
+    assert f".SH NAME\n{manpage.page_name(path)} \\- " in page  # its NAME line (the writer leaves the name as is, for whatis)
     group_page = _read("kafkatool.1")
-    assert f"\\fB{_roff(manpage.page_name(path))}\\fR(1)" in group_page, "not listed in kafkatool(1)"
+    assert f"\\fB{_roff(manpage.page_name(path))}\\fP(1)" in group_page, "not listed in kafkatool(1)"
 
 
 @pytest.mark.parametrize(("filename", "path", "command"), PAGES, ids=PAGE_IDS)
 def test_every_option_and_argument_is_in_its_page(filename: str, path: tuple[str, ...], command: click.Command) -> None:
     page = _read(filename)
-    options_section = page.split('.SH "OPTIONS"', 1)[-1].split(".SH ", 1)[0]
+    options_section = _section(page, "OPTIONS")
     ctx = click.Context(cli, info_name="kafkatool", **cli.context_settings)
     for part in path:  # nested contexts, so inherited settings such as -h apply
         ctx = click.Context(ctx.command.commands[part], info_name=part, parent=ctx, **(ctx.command.commands[part].context_settings or {}))
     for param in command.get_params(ctx):
         if isinstance(param, click.Option) and not param.hidden:
             for opt in [*param.opts, *param.secondary_opts]:
-                assert f"\\fB{_roff(opt)}\\fR" in options_section, f"{opt} missing from OPTIONS of {filename}; {FIX}"
+                assert f"\\fB{_roff(opt)}\\fP" in options_section, f"{opt} missing from OPTIONS of {filename}; {FIX}"
         elif isinstance(param, click.Argument):
             label = (param.metavar or (param.name or "").upper()).strip("[]").rstrip(".")
-            assert f"\\fI{_roff(label)}\\fR" in page, f"argument {label} missing from {filename}; {FIX}"
+            assert f"\\fI{_roff(label)}\\fP" in page, f"argument {label} missing from {filename}; {FIX}"
 
 
 def test_no_obsolete_pages() -> None:
@@ -94,9 +117,9 @@ def test_no_obsolete_pages() -> None:
 
 def test_group_page_lists_every_exit_code() -> None:
     page = _read("kafkatool.1")
-    status = page.split('.SH "EXIT STATUS"', 1)[1].split(".SH ", 1)[0]
+    status = _section(page, "EXIT STATUS")
     for code in ExitCode:
-        assert f".TP\n\\fB{int(code)}\\fR\n" in status, f"exit code {int(code)} ({code.name}) missing"
+        assert f".TP\n.B \\fB{int(code)}\\fP\n" in status, f"exit code {int(code)} ({code.name}) missing"
 
 
 # --------------------------------------------------------------------------- roff validity
@@ -185,8 +208,8 @@ def _dump_kinds() -> set[str]:
 
 def test_json_lines_schema_names_every_type_and_field() -> None:
     page = _read("kafkatool-dump.1")
-    schema = page.split('.SH "JSON LINES SCHEMA"', 1)[1].split(".SH ", 1)[0]
-    plain = re.sub(r"\\f[BIRP]", "", schema).replace("\\-", "-")
+    schema = _section(page, "JSON LINES SCHEMA")
+    plain = _unroff(schema)
     words = set(re.findall(r"[A-Za-z_]+", plain))
     types, fields = _jsonl_names()
     assert types and fields
@@ -201,7 +224,7 @@ def test_json_lines_schema_names_every_type_and_field() -> None:
 def test_dump_page_documents_what_the_brief_requires() -> None:
     page = _read("kafkatool-dump.1")
     for title in ("OUTPUT", "JSON LINES SCHEMA", "DECODERS", "SEEKING", "EXIT STATUS", "COMPATIBILITY", "EXAMPLES"):
-        assert f'.SH "{title}"' in page
+        assert f"\n.SH {title}\n" in page
     assert "kafkatool dump \\-\\-files 00000000000000000000.log \\-\\-print\\-data\\-log" in page
     assert "kafka\\-dump\\-log.sh \\-\\-files 00000000000000000000.log \\-\\-print\\-data\\-log" in page
 
@@ -217,26 +240,45 @@ def test_output_is_deterministic_and_dateless() -> None:
         assert not re.search(r"\d{4}-\d{2}-\d{2}", th), f"{name}: a date in {th!r}"
 
 
+@pytest.mark.parametrize("filename", PAGE_IDS + HAND_WRITTEN)
+def test_pages_never_hyphenate(filename: str) -> None:
+    """An option or field name (``--max-decompressed-bytes``, ``batchesDiscarded``) is never split
+    across lines: no hyphenation and a ragged margin from the ``.TH`` on, the NAME line included."""
+    page = _read(filename)
+    th = next(line for line in page.splitlines() if line.startswith(".TH "))
+    assert f"{th}\n.nh\n.ad l\n.SH NAME\n" in page
+
+
 @pytest.mark.parametrize(
     ("text", "roff"),
     [
         ("--max-bytes", "\\-\\-max\\-bytes"),
         ("a\\b", "a\\eb"),
         (".log files", "\\&.log files"),
-        ("'quoted", "\\&'quoted"),
-        ("one\n.two\n'three", "one\n\\&.two\n\\&'three"),
-        ("mid.dle it's", "mid.dle it's"),
+        ("'quoted", "\\(aqquoted"),
+        ("one\n.two\n'three", "one\n\\&.two\n\\(aqthree"),
+        ("mid.dle it's", "mid.dle it\\(aqs"),
         ("U+FFFD \ufffd", "U+FFFD \\[uFFFD]"),
     ],
 )
 def test_escape(text: str, roff: str) -> None:
-    assert manpage.escape(text) == roff
+    """Text reaches roff escaped: hyphens and backslashes, a request character at a line start."""
+    rst = manprose.rst_text(text) if "\n" not in text else "\n".join(map(manprose.rst_inline, text.split("\n")))
+    assert _render("X\n=\n\n" + rst + "\n")["X"] == ".sp\n" + roff
+
+
+#: The requests and macros docutils' manpage writer (and its own macro definitions) write.
+_WRITER_REQUESTS = {"", ".", "RS", "RE", "nr", "de", "de1", "in", "TH", "nh", "ad", "SH", "SS", "sp", "TP", "B", "BI", "IP", "INDENT", "UNINDENT", "nf", "fi", "ft"}
 
 
 def test_prose_never_starts_a_line_with_a_request() -> None:
-    roff = manpage.para("Files. .index files are read. 'x' too.", "`.log` first")
-    for line in roff.splitlines():
-        assert line == ".PP" or not line.startswith((".", "'")), line
+    prose = _render("X\n=\n\nFiles. .index files are read.\n'x' too.\n\n``.log`` first\n")["X"]
+    for name, text in {**manpage.render_pages(), "prose": prose}.items():
+        for line in text.splitlines():
+            assert not line.startswith("'"), f"{name}: {line}"
+            if line.startswith(".") and not line.startswith('.\\"'):
+                request = re.match(r"\.\s*([^\s\\]*)", line).group(1)
+                assert request in _WRITER_REQUESTS, f"{name}: {line}"
 
 
 def test_write_all_then_check_in_a_fresh_directory(tmp_path: Path) -> None:
@@ -297,19 +339,19 @@ def test_generator_handles_every_parameter_kind(tmp_path: Path) -> None:
     pages = manpage.render_pages(_toy_cli())
     assert sorted(pages) == ["kafkatool-index-rebuild.1", "kafkatool-index.1", "kafkatool-repair.1", "kafkatool.1"]
     repair = pages["kafkatool-repair.1"]
-    assert "\\fB\\-\\-apply\\fR, \\fB\\-\\-dry\\-run\\fR" in repair
-    assert "Default: \\fB\\-\\-dry\\-run\\fR." in repair
-    assert "\\fB\\-v\\fR, \\fB\\-\\-verbose\\fR\n" in repair
-    assert "\\fB\\-\\-mode\\fR \\fBfast\\fR|\\fBsafe\\fR" in repair
-    assert "\\fB\\-\\-to\\fR \\fIDIR\\fR" in repair and "Target\\edir." in repair and "\\fBTOY_TO\\fR" in repair
+    assert "\\fB\\-\\-apply\\fP, \\fB\\-\\-dry\\-run\\fP" in repair
+    assert "Default: \\fB\\-\\-dry\\-run\\fP\\&." in repair
+    assert "\\fB\\-v\\fP, \\fB\\-\\-verbose\\fP\n" in repair
+    assert "\\fB\\-\\-mode\\fP \\fBfast\\fP|\\fBsafe\\fP" in repair
+    assert "\\fB\\-\\-to\\fP \\fIDIR\\fP" in repair and "Target\\edir." in repair and "\\fBTOY_TO\\fP" in repair
     assert "Skip *.swap files." in repair and "May be given more than once." in repair
     assert "secret" not in repair and "Not shown" not in repair
-    assert "\\fISRC\\fR..." in repair and "\\[u2014]" in repair
-    assert '.SH "EXIT STATUS"' in repair  # the generic one
+    assert "\\fISRC\\fP\\&..." in repair and "\\[u2014]" in repair
+    assert "\n.SH EXIT STATUS\n" in repair  # the generic one
     group = pages["kafkatool.1"]
-    assert "\\&.dot at a line start\n\\&'quote at a line start" in group
+    assert "\\&.dot at a line start\n\\(aqquote at a line start" in group
     assert "internal" not in group
-    assert "\\fBkafkatool\\-index\\-rebuild\\fR(1)" in group
+    assert "\\fBkafkatool\\-index\\-rebuild\\fP(1)" in group
     checker = _roff_checker()
     if checker is not None and checker[0] == "groff":
         for name, text in pages.items():
@@ -327,7 +369,9 @@ _SHELL_OPERATORS = {"|", "||", "&&", ";", ">", ">>", "<", "2>", "&"}
 def _unroff(line: str) -> str:
     """A line of an ``.nf`` block as the reader sees it."""
     line = re.sub(r"\\f[BIRP]", "", line).replace("\\&", "")
-    return line.replace("\\-", "-").replace("\\e", "\\")
+    for roff, char in (("\\(aq", "'"), ("\\(dq", '"'), ("\\(ga", "`"), ("\\-", "-"), ("\\e", "\\")):
+        line = line.replace(roff, char)
+    return line
 
 
 def _runbook_command_lines() -> list[str]:
@@ -370,9 +414,9 @@ def test_runbooks_page_is_written_and_listed() -> None:
     page = _read(RUNBOOKS)
     assert page.startswith(".\\\" Generated by kafkatool.cli.manpage")
     th = next(line for line in page.splitlines() if line.startswith(".TH "))
-    assert th.startswith('.TH "KAFKATOOL\\-RUNBOOKS" 7 "" '), th
+    assert th.startswith('.TH "KAFKATOOL-RUNBOOKS" 7 "" '), th
     assert RUNBOOKS in manpage.render_pages()
-    assert "\\fBkafkatool\\-runbooks\\fR(7)" in _read("kafkatool.1").split('.SH "SEE ALSO"', 1)[1]
+    assert "\\fBkafkatool\\-runbooks\\fP(7)" in _section(_read("kafkatool.1"), "SEE ALSO")
     for title in (
         "BEFORE YOU START",
         "BROKER WON'T START AFTER AN UNCLEAN SHUTDOWN",
@@ -381,7 +425,7 @@ def test_runbooks_page_is_written_and_listed() -> None:
         "A POISONED BATCH",
         "RESTORING FROM THE BACKUP",
     ):
-        assert f'.SH "{title}"' in page, title
+        assert f"\n.SH {title}\n" in page, title
     for text in ("Found invalid messages in log segment", "invalid bytes at the end of", "Record is corrupt (stored crc = ", "RESTORE.txt", ".lock"):
         assert _roff(text) in page, text
 
@@ -442,8 +486,8 @@ def test_readme_commands_parse_with_the_current_cli(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("filename", PAGE_IDS + HAND_WRITTEN)
 def test_see_also_names_each_page_once(filename: str) -> None:
-    see_also = _read(filename).split('.SH "SEE ALSO"', 1)[1].split(".SH ", 1)[0]
-    refs = re.findall(r"\\fB(.+?)\\fR\((\w+)\)", see_also)
+    see_also = _section(_read(filename), "SEE ALSO")
+    refs = re.findall(r"\\fB(.+?)\\fP\((\w+)\)", see_also)
     assert refs and len(refs) == len(set(refs)), f"{filename}: SEE ALSO repeats {[r for r in refs if refs.count(r) > 1]}"
     assert (_roff(filename.rsplit(".", 1)[0]), filename.rsplit(".", 1)[1]) not in refs, f"{filename} lists itself"
 
@@ -524,11 +568,17 @@ def _render(text: str, command: click.Command | None = None) -> dict[str, str]:
         generators={"hello": lambda c: "Hello ``x``.", "nothing": lambda c: ""},
     )
     prose = manprose.read_prose(text, context)
-    return {t: manprose.to_roff(s.document, s.children[1:], "test.rst") for t, s in zip(prose.titles(), prose.sections)}
+    document = manprose.parse_rst("====\ntest\n====\n\n:Manual section: 1\n", "test.rst", titles=True)
+    for section in prose.sections:
+        document.append(section.deepcopy())
+    roff = manprose.write_roff(document, "test").split('.\\" Generated by docutils manpage writer.')[0]
+    parts = re.split(r"^\.SH (.*)\n", roff, flags=re.M)[3:]  # after NAME
+    return {title: body.strip("\n") for title, body in zip(parts[::2], parts[1::2])}
 
 
 def test_prose_constructs_as_roff() -> None:
-    """Each construct a prose file may use, and the roff it becomes (the macros of the generated sections)."""
+    """Each construct a prose file may use, and the roff docutils 0.19's manpage writer makes of it
+    (the same macros as the generated sections)."""
     text = textwrap.dedent(
         """\
         .. a comment, not printed
@@ -573,45 +623,65 @@ def test_prose_constructs_as_roff() -> None:
     assert _render(text) == {
         "EXAMPLES": textwrap.dedent(
             """\
-            .PP
-            A paragraph with \\fB\\-\\-opt\\fR and \\fIname\\fR.
-            \\&'Second' sentence, \\e and \\[u00E9].
-            .PP
+            .sp
+            A paragraph with \\fB\\-\\-opt\\fP and \\fIname\\fP\\&.
+            \\(aqSecond\\(aq sentence, \\e and \\[u00E9].
+            .sp
             Run it:
-            .RS 4
+            .INDENT 0.0
+            .INDENT 3.5
+            .sp
             .nf
+            .ft C
             kafkatool x \\-\\-y
             \\&.hidden line
+            .ft P
             .fi
-            .RE
-            .PP
-            .RS 4
+            .UNINDENT
+            .UNINDENT
+            .INDENT 0.0
+            .INDENT 3.5
+            .sp
             .nf
+            .ft C
             standalone
+            .ft P
             .fi
-            .RE
-            .PP
+            .UNINDENT
+            .UNINDENT
+            .sp
             Terms:
+            .INDENT 0.0
             .TP
-            \\fBterm\\fR
+            .B \\fBterm\\fP
             Its text.
-            .IP
+            .sp
             More text.
+            .UNINDENT
+            .INDENT 0.0
             .IP \\(bu 2
             one
             .IP \\(bu 2
             two
-            .IP "1." 4
+            .UNINDENT
+            .INDENT 0.0
+            .IP 1. 3
             first:
-            .RS
+            .INDENT 3.0
+            .INDENT 3.5
+            .sp
             .nf
+            .ft C
             code
+            .ft P
             .fi
-            .RE
-            .IP "" 4
+            .UNINDENT
+            .UNINDENT
+            .sp
             after
-            .SS "A sub"
-            .PP
+            .UNINDENT
+            .SS A sub
+            .sp
             \\&.last line"""
         )
     }
@@ -641,20 +711,23 @@ def test_prose_mistakes_name_the_file_and_line(text: str, error: str) -> None:
 def test_exit_status_directive_fills_in_the_generic_codes() -> None:
     roff = _render("EXIT STATUS\n===========\n\n.. exit-status::\n\n   2\n      Refused: ``x``.\n\n   130\n      Interrupted.\n")
     assert roff["EXIT STATUS"] == (
-        ".TP\n\\fB0\\fR\nSuccess.\n.TP\n\\fB2\\fR\nRefused: \\fBx\\fR.\n.TP\n\\fB130\\fR\nInterrupted."
+        ".INDENT 0.0\n.TP\n.B \\fB0\\fP\nSuccess.\n.TP\n.B \\fB2\\fP\nRefused: \\fBx\\fP\\&.\n"
+        ".TP\n.B \\fB130\\fP\nInterrupted.\n.UNINDENT"
     )
-    assert _render("E\n=\n\n.. exit-status::\n")["E"] == ".TP\n\\fB0\\fR\nSuccess.\n.TP\n\\fB2\\fR\nBad \\fBusage\\fR."
+    assert _render("E\n=\n\n.. exit-status::\n")["E"] == (
+        ".INDENT 0.0\n.TP\n.B \\fB0\\fP\nSuccess.\n.TP\n.B \\fB2\\fP\nBad \\fBusage\\fP\\&.\n.UNINDENT"
+    )
 
 
 def test_generated_directive_inserts_rst_from_the_code() -> None:
-    assert _render("G\n=\n\n.. generated:: hello\n\nAfter.\n")["G"] == ".PP\nHello \\fBx\\fR.\n.PP\nAfter."
-    assert _render("G\n=\n\n.. generated:: nothing\n\nAfter.\n")["G"] == ".PP\nAfter."
+    assert _render("G\n=\n\n.. generated:: hello\n\nAfter.\n")["G"] == ".sp\nHello \\fBx\\fP\\&.\n.sp\nAfter."
+    assert _render("G\n=\n\n.. generated:: nothing\n\nAfter.\n")["G"] == ".sp\nAfter."
 
 
 def test_click_choices_directive_follows_the_option() -> None:
     repair = _toy_cli().commands["repair"]
     text = "M\n=\n\n.. click-choices:: --mode\n\n   safe\n      Slow.\n\n   fast\n      Quick.\n"
-    assert _render(text, repair)["M"] == ".TP\n\\fBfast\\fR\nQuick.\n.TP\n\\fBsafe\\fR\nSlow."  # the option's order
+    assert _render(text, repair)["M"] == ".INDENT 0.0\n.TP\n.B \\fBfast\\fP\nQuick.\n.TP\n.B \\fBsafe\\fP\nSlow.\n.UNINDENT"  # the option's order
     with pytest.raises(manprose.ProseError, match=r"click-choices --mode: describe fast"):
         _render("M\n=\n\n.. click-choices:: --mode\n\n   safe\n      Slow.\n", repair)
     with pytest.raises(manprose.ProseError, match=r"reckless is no choice of --mode"):
@@ -674,7 +747,7 @@ def test_house_style_prose_converts_to_rst_losslessly(text: str) -> None:
     """rst_inline (for KINDS and ExitCode docstrings) keeps every character: the text docutils reads
     back is the text with only the markup's backticks gone."""
     section = _render("X\n=\n\n" + manprose.rst_inline(text) + "\n")["X"]
-    shown = re.sub(r"\\f[BIR]", "", section.removeprefix(".PP\n")).replace("\\-", "-").replace("\\e", "\\")
+    shown = _unroff(section.removeprefix(".sp\n"))
     expected = re.sub(r"`([^`]+)`", r"\1", text)
     expected = re.sub(r"(?<![\w*])\*([^*\s](?:[^*]*[^*\s])?)\*(?![\w*])", r"\1", expected) if "*name*" in text else expected
     assert shown == expected

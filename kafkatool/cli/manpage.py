@@ -5,15 +5,18 @@ command of :data:`kafkatool.cli.main.cli`, and the pages of their own (``kafkato
 ``--check`` only lists the pages that are out of date. ``man/`` is committed; the tests fail when it
 differs from what this module writes now.
 
-Two sources make a page:
+Every page is one reStructuredText document, written as roff by docutils' own manpage writer (the
+writer of rst2man; :func:`kafkatool.cli.manprose.write_roff`). Two sources make the document:
 
-- **The Click definition** gives NAME and DESCRIPTION (the docstring), SYNOPSIS (Click's usage),
-  OPTIONS and the names of the ARGUMENTS (names, metavars, choices, defaults, help), the group's
-  COMMANDS, the generic EXIT STATUS (:class:`~kafkatool.cli.main.ExitCode` and its member
+- **The Click definition** gives the title (the page name), the subtitle (the one-line
+  description, NAME's text), the ``.TH`` fields (rst2man's docinfo ``:Manual section:``,
+  ``:Manual group:``, ``:Version:``; no ``:Date:``, so a page changes only with its sources),
+  DESCRIPTION (the docstring), SYNOPSIS (Click's usage), OPTIONS (a definition list of every
+  option with its help, default and environment variable), the names of the ARGUMENTS, the
+  group's COMMANDS, the generic EXIT STATUS (:class:`~kafkatool.cli.main.ExitCode` and its member
   docstrings) and SEE ALSO's list of the other pages. Change those in the command's code.
 - **The prose file** ``kafkatool/cli/manpages/<page>.rst`` (``kafkatool-verify.1.rst``: package
-  data, one per page, required for every command) holds what a docstring cannot say, in
-  reStructuredText read by docutils (:mod:`kafkatool.cli.manprose` writes it as roff). Each of its
+  data, one per page, required for every command) holds what a docstring cannot say. Each of its
   top-level sections (titles underlined with ``=``) is a section of the page, in order, after
   OPTIONS and ARGUMENTS; three titles are special:
 
@@ -32,6 +35,11 @@ Two sources make a page:
   A prose file whose name is no command's page, such as ``kafkatool-runbooks.7.rst``, is a page of
   its own: its first section is NAME (``kafkatool-runbooks - what it is``), the section number is
   in the file name, and SEE ALSO gets every command page.
+
+The pages in ``man/`` are what docutils 0.19 writes: the manpage writer's roff differs between
+release series, so the ``test`` extra pins ``docutils>=0.19,<0.20``, and :func:`check` and
+:func:`write_all` refuse another series (:class:`WrongDocutils`) rather than report every page as
+changed.
 
 Adding a command: write its docstring and option help, then ``kafkatool/cli/manpages/kafkatool-<command>.1.rst``
 (copy ``kafkatool-verify.1.rst``), then regenerate. The output is deterministic: no dates, only the
@@ -53,23 +61,10 @@ from typing import TYPE_CHECKING, Callable, Iterable, Iterator, Sequence
 import click
 
 from kafkatool import __version__
-from kafkatool.cli.roff import (
-    bullets,
-    escape,
-    escape_chars,
-    example,
-    inline,
-    join,
-    para,
-    prose,
-    protect_lines,
-    quote_arg,
-    sentences,
-    subsection,
-    tagged,
-)
 
 if TYPE_CHECKING:  # pragma: no cover
+    from docutils import nodes
+
     from kafkatool.cli import manprose
 
 __all__ = [
@@ -77,21 +72,16 @@ __all__ = [
     "GENERATED",
     "PROSE_DIR",
     "ProseMissing",
-    "bullets",
+    "WrongDocutils",
     "check",
-    "escape",
-    "example",
     "exit_status",
     "main",
     "page_name",
-    "para",
     "prose_file",
     "render_command_page",
     "render_group_page",
     "render_pages",
     "render_runbooks_page",
-    "subsection",
-    "tagged",
     "write_all",
 ]
 
@@ -107,6 +97,10 @@ GENERATED_TITLES = ("NAME", "SYNOPSIS", "DESCRIPTION", "OPTIONS", "COMMANDS")
 
 class ProseMissing(LookupError):
     """A command of kafkatool has no prose file; the message says which file to write."""
+
+
+class WrongDocutils(RuntimeError):
+    """The installed docutils is not the release series whose manpage writer wrote ``man/``."""
 
 
 # --------------------------------------------------------------------------- the prose files
@@ -142,7 +136,7 @@ def _manprose() -> "manprose":
         from kafkatool.cli import manprose
     except ImportError as exc:  # pragma: no cover - docutils not installed
         raise ImportError(
-            f"the man pages' prose is rendered with docutils ({exc}); install it: pip install -e '.[test]'"
+            f"the man pages are rendered with docutils ({exc}); install it: pip install -e '.[test]'"
         ) from exc
     return manprose
 
@@ -193,40 +187,11 @@ def _short_help(command: click.Command) -> str:
     return " ".join(command.get_short_help_str(limit=10_000).split()).rstrip(".")
 
 
-def _docstring_roff(text: str) -> str:
-    """Click help text: blank-line paragraphs; a paragraph led by ``\\b`` keeps its lines."""
-    out = []
-    for block in re.split(r"\n\s*\n", text):
-        if not block.strip():
-            continue
-        if block.lstrip().startswith("\b"):
-            lines = block.lstrip()[1:].strip("\n").split("\n")
-            out.append(".PP\n.nf\n" + "\n".join(protect_lines(inline(ln, False)) or "\\&" for ln in lines) + "\n.fi")
-        else:
-            out.append(f".PP\n{prose(block, italics=False)}")
-    return "\n".join(out)
-
-
 def _metavar(param: click.Parameter, ctx: click.Context) -> str:
     try:
         return param.make_metavar(ctx)  # Click >= 8.2
     except TypeError:  # pragma: no cover - Click 8.1
         return param.make_metavar()  # type: ignore[call-arg]
-
-
-def _option_term(opt: click.Option, ctx: click.Context) -> str:
-    ordered = sorted(opt.opts, key=lambda n: len(n) - len(n.lstrip("-/+"))) + list(opt.secondary_opts)
-    names = ", ".join(f"\\fB{escape_chars(n)}\\fR" for n in ordered)
-    if opt.is_flag or opt.count:
-        return names
-    if isinstance(opt.type, click.Choice) and opt.metavar is None:
-        value = "|".join(f"\\fB{escape_chars(str(c))}\\fR" for c in opt.type.choices)
-    else:
-        mv = _metavar(opt, ctx)
-        dots = mv.endswith("...")
-        mv = mv[:-3] if dots else mv
-        value = f"\\fI{escape_chars(mv)}\\fR" + ("..." if dots else "")
-    return f"{names} {value}"
 
 
 def _option_default(opt: click.Option, ctx: click.Context) -> str | None:
@@ -284,37 +249,13 @@ def _argument_help(arg: click.Argument) -> str:
     return f"{count}; {'required' if arg.required else 'optional'}."
 
 
-def _usage_roff(prog: str, pieces: Sequence[str]) -> str:
-    words = [f"\\fB{escape_chars(prog)}\\fR"]
-    for piece in pieces:
-        words.append(re.sub(r"[A-Z][A-Z0-9_]*", lambda m: f"\\fI{m.group(0)}\\fR", escape_chars(piece)))
-    return protect_lines(" ".join(words))
+def _argument_label(arg: click.Argument) -> str:
+    return (arg.metavar or (arg.name or "").upper()).strip("[]").rstrip(".")
 
 
 def page_name(path: Sequence[str]) -> str:
     """``kafkatool`` for the group, ``kafkatool-dump`` for ``("dump",)``."""
     return "-".join([PROG, *path])
-
-
-def _th(title: str, section: str = SECTION, source: str = "the Click definitions") -> str:
-    # Deterministic: no date, only the package version (so regenerating never churns).
-    return (
-        f".\\\" Generated by kafkatool.cli.manpage from {source}; do not edit.\n"
-        f".\\\" Regenerate with: {escape_chars(REGENERATE)}\n"
-        f".TH {quote_arg(title.upper())} {section} \"\" {quote_arg(f'{PROG} {__version__}')} {quote_arg(MANUAL)}\n"
-        ".nh\n"
-        ".ad l"
-    )
-
-
-def _see_also(names: Iterable[str]) -> str:
-    """``name`` means ``name(1)``; ``name(N)`` is taken as written; each page once, in first-seen order."""
-    out: dict[tuple[str, str], str] = {}
-    for n in names:
-        m = re.fullmatch(r"(.+)\((\w+)\)", n)
-        name, sect = (m.group(1), m.group(2)) if m else (n, SECTION)
-        out.setdefault((name, sect), f"\\fB{escape_chars(name)}\\fR({sect})")
-    return protect_lines(",\n".join(out.values()))
 
 
 def _exit_codes() -> list[tuple[int, str, str]]:
@@ -344,14 +285,115 @@ def _exit_codes() -> list[tuple[int, str, str]]:
     return out
 
 
+# --------------------------------------------------------------------------- the generated reStructuredText
+
+
+def _rst(text: str, italics: bool = True) -> str:
+    """House-style prose (```literal```, ``*name*``) as reStructuredText, one sentence per line."""
+    return _manprose().rst_text(text, italics)
+
+
+def _inline(text: str, italics: bool = True) -> str:
+    return _manprose().rst_inline(text, italics)
+
+
+def _section(title: str, body: str) -> str:
+    return f"{title}\n{'=' * len(title)}\n\n{body}\n" if body.strip() else ""
+
+
+def _definition_list(items: Iterable[tuple[str, str]]) -> str:
+    """``(term, body)`` pairs, both reStructuredText, as a definition list."""
+    return "\n\n".join(f"{term}\n" + textwrap.indent(body or ".. (no description)", "   ") for term, body in items)
+
+
+def _head(name: str, section: str, description: str) -> str:
+    """The page's title, subtitle and ``.TH`` fields, in rst2man's conventions."""
+    title, subtitle = _inline(name), _inline(description, False)
+    return (
+        f"{'=' * len(title)}\n{title}\n{'=' * len(title)}\n\n"
+        f"{'-' * len(subtitle)}\n{subtitle}\n{'-' * len(subtitle)}\n\n"
+        f":Manual section: {section}\n:Manual group: {MANUAL}\n:Version: {PROG} {__version__}\n"
+    )
+
+
+def _usage_rst(prog: str, pieces: Sequence[str]) -> str:
+    words = [f"**{prog}**"]
+    for piece in pieces:
+        words.append(_inline(re.sub(r"[A-Z][A-Z0-9_]*", lambda m: f"*{m.group(0)}*", piece)))
+    return " ".join(words)
+
+
+def _docstring_rst(text: str) -> str:
+    """Click help text: blank-line paragraphs; a paragraph led by ``\\b`` keeps its lines (a line block)."""
+    out = []
+    for block in re.split(r"\n\s*\n", text):
+        if not block.strip():
+            continue
+        if block.lstrip().startswith("\b"):
+            lines = block.lstrip()[1:].strip("\n").split("\n")
+            out.append("\n".join(f"| {_inline(ln, False)}".rstrip() for ln in lines))
+        else:
+            out.append(_rst(block, italics=False))
+    return "\n\n".join(out)
+
+
+def _option_term(opt: click.Option, ctx: click.Context) -> str:
+    ordered = sorted(opt.opts, key=lambda n: len(n) - len(n.lstrip("-/+"))) + list(opt.secondary_opts)
+    names = ", ".join(f"`{n}`" for n in ordered)
+    if opt.is_flag or opt.count:
+        return _inline(names)
+    if isinstance(opt.type, click.Choice) and opt.metavar is None:
+        value = "|".join(f"`{c}`" for c in opt.type.choices)
+    else:
+        mv = _metavar(opt, ctx)
+        dots = mv.endswith("...")
+        mv = mv[:-3] if dots else mv
+        value = f"*{mv}*" + ("..." if dots else "")
+    return _inline(f"{names} {value}")
+
+
+def _options_rst(command: click.Command, ctx: click.Context) -> str:
+    return _definition_list(
+        (_option_term(opt, ctx), _rst(_option_help(opt, ctx), italics=False)) for opt in _visible_options(command, ctx)
+    )
+
+
+def _arguments_rst(command: click.Command) -> str:
+    """One item per argument, its metavar and what Click knows; the prose file's ARGUMENTS replace
+    the descriptions (:func:`_describe_arguments`)."""
+    return _definition_list(
+        (_inline(f"*{_argument_label(arg)}*") + ("..." if arg.nargs == -1 or arg.nargs > 1 else ""), _rst(_argument_help(arg)))
+        for arg in _arguments(command)
+    )
+
+
+def _commands_rst(group: click.Group, path: tuple[str, ...]) -> str:
+    items = []
+    for name in sorted(group.commands):
+        command = group.commands[name]
+        if command.hidden:
+            continue
+        see = f"See **{page_name((*path, name))}**\\ ({SECTION})."
+        items.append((_inline(f"`{name}`"), _rst(_short_help(command) + ".", italics=False) + "\n" + see))
+    return _definition_list(items)
+
+
 def exit_status(meanings: dict[int, str] | None = None) -> str:
-    """An EXIT STATUS body: one entry per :class:`ExitCode` member, ``meanings`` replacing the
-    generic descriptions (from the member docstrings) with what a code means for one command."""
+    """An EXIT STATUS body in reStructuredText: one entry per :class:`ExitCode` member, ``meanings``
+    replacing the generic descriptions (from the member docstrings) with what a code means for one command."""
     meanings = meanings or {}
     codes = {v: doc for v, _name, doc in _exit_codes()}
-    return tagged((str(v), meanings.get(v, codes.get(v, ""))) for v in sorted({*codes, *meanings}))
+    return _definition_list((f"``{v}``", _rst(meanings.get(v, codes.get(v, "")))) for v in sorted({*codes, *meanings}))
 
 
+def _see_also(names: Iterable[str]) -> str:
+    """``name`` means ``name(1)``; ``name(N)`` is taken as written; each page once, in first-seen order."""
+    out: dict[tuple[str, str], str] = {}
+    for n in names:
+        m = re.fullmatch(r"(.+)\((\w+)\)", n)
+        name, sect = (m.group(1), m.group(2)) if m else (n, SECTION)
+        out.setdefault((name, sect), f"**{_inline(name)}**\\ ({sect})")
+    return ",\n".join(out.values())
 
 
 # --------------------------------------------------------------------------- pages
@@ -368,38 +410,6 @@ def _walk(group: click.Group, ctx: click.Context, path: tuple[str, ...] = ()) ->
             yield from _walk(command, sub_ctx, (*path, name))
 
 
-def _commands_section(group: click.Group, path: tuple[str, ...]) -> str:
-    items = []
-    for name in sorted(group.commands):
-        command = group.commands[name]
-        if command.hidden:
-            continue
-        see = f"See \\fB{escape_chars(page_name((*path, name)))}\\fR({SECTION})."
-        items.append(f".TP\n\\fB{escape_chars(name)}\\fR\n{prose(_short_help(command) + '.', italics=False)}\n{see}")
-    return "\n".join(items)
-
-
-def _options_section(command: click.Command, ctx: click.Context) -> str:
-    return "\n".join(
-        f".TP\n{protect_lines(_option_term(opt, ctx))}\n{prose(_option_help(opt, ctx), italics=False)}"
-        for opt in _visible_options(command, ctx)
-    )
-
-
-def _arguments_section(command: click.Command, text: "manprose.Prose | None") -> str:
-    """One ``.TP`` per argument: its metavar, then the prose file's description of it (ARGUMENTS)."""
-    described = text.definitions("ARGUMENTS") if text is not None else {}
-    out = []
-    for arg in _arguments(command):
-        label = (arg.metavar or (arg.name or "").upper()).strip("[]").rstrip(".")
-        dots = "..." if arg.nargs == -1 or arg.nargs > 1 else ""
-        body = described.pop(label, None) or prose(_argument_help(arg))
-        out.append(f".TP\n\\fI{escape_chars(label)}\\fR{dots}\n{body}")
-    if described and text is not None:
-        raise _prose_error(text.source, f"ARGUMENTS describes {', '.join(sorted(described))}, which the command does not take")
-    return "\n".join(out)
-
-
 def _prose_see_also(text: "manprose.Prose | None") -> list[str]:
     """The SEE ALSO line of a prose file: ``name(N)`` (or ``name``, section 1), comma-separated."""
     if text is None or text.section("SEE ALSO") is None:
@@ -409,14 +419,6 @@ def _prose_see_also(text: "manprose.Prose | None") -> list[str]:
     if bad:
         raise _prose_error(text.source, f"SEE ALSO is one line of page names, name(N), separated by commas; not {bad}")
     return [n for n in names if n]
-
-
-def _prose_sections(text: "manprose.Prose | None", *, skip: Iterable[str]) -> list[str]:
-    """The roff of every section of the prose file but those in ``skip``, in order."""
-    if text is None:
-        return []
-    skipped = set(skip)
-    return [_section(title, text.roff(title)) for title in text.titles() if title not in skipped]
 
 
 def _check_titles(text: "manprose.Prose | None") -> None:
@@ -431,10 +433,6 @@ def _check_titles(text: "manprose.Prose | None") -> None:
         )
 
 
-def _section(title: str, body: str) -> str:
-    return f".SH {quote_arg(title)}\n{body}" if body else ""
-
-
 def _root() -> click.Group:
     from kafkatool.cli.main import cli
 
@@ -445,30 +443,80 @@ def _source(text: "manprose.Prose | None") -> str:
     return "the Click definitions" + (f" and {text.source}" if text is not None else "")
 
 
+def _describe_arguments(document: "nodes.document", command: click.Command, text: "manprose.Prose | None") -> None:
+    """Put the prose file's ARGUMENTS (definitions keyed by metavar) in place of Click's descriptions."""
+    from docutils import nodes
+
+    described = text.definitions("ARGUMENTS") if text is not None else {}
+    section = next((s for s in document.children if isinstance(s, nodes.section) and s[0].astext() == "ARGUMENTS"), None)
+    if section is not None:
+        items = list(section.findall(nodes.definition_list_item))
+        for arg, item in zip(_arguments(command), items):
+            definition = described.pop(_argument_label(arg), None)
+            if definition is not None:
+                item.replace(item[-1], definition.deepcopy())
+    if described and text is not None:
+        raise _prose_error(text.source, f"ARGUMENTS describes {', '.join(sorted(described))}, which the command does not take")
+
+
+def _page(
+    name: str,
+    section: str,
+    description: str,
+    generated: Sequence[str],
+    text: "manprose.Prose | None",
+    skip: Iterable[str],
+    tail: Sequence[str],
+    *,
+    command: click.Command | None = None,
+) -> str:
+    """One page: the title and the ``generated`` sections (reStructuredText), the sections of the
+    prose ``text`` but those in ``skip``, then the ``tail`` sections (EXIT STATUS, SEE ALSO),
+    rendered by docutils' manpage writer."""
+    mp = _manprose()
+    filename = f"{name}.{section}"
+    document = mp.parse_rst(_head(name, section, description) + "\n" + "\n".join(generated), f"<{filename}>", titles=True)
+    if command is not None:
+        _describe_arguments(document, command, text)
+    skipped = set(skip)
+    for prose_section in text.sections if text is not None else []:
+        if mp.section_title(prose_section) not in skipped:
+            document.append(prose_section.deepcopy())
+    document.extend(mp.parse_rst("\n".join(tail), f"<{filename}>").children)
+    source = text.source if text is not None and command is None else _source(text)
+    return mp.write_roff(document, f"Generated by kafkatool.cli.manpage from {source}; do not edit.\nRegenerate with: {REGENERATE}")
+
+
 def render_group_page(cli: click.Group) -> str:
     """``kafkatool(1)``: NAME, SYNOPSIS, DESCRIPTION, OPTIONS, COMMANDS, the prose file's sections
     (EXIT STATUS), SEE ALSO."""
     ctx = _context(cli, PROG)
-    help_text = _help_text(cli)
     commands = [path for path, _c, _x in _walk(cli, ctx)]
     root = cli is _root()
     text = _read_prose(f"{PROG}.{SECTION}", cli, required=True) if root else None
     _check_titles(text)
     titles = text.titles() if text is not None else []
-    return join(
-        _th(PROG, source=_source(text)),
-        _section("NAME", f"{escape_chars(PROG)} \\- {inline(_short_help(cli), False)}"),
-        _section("SYNOPSIS", _usage_roff(PROG, cli.collect_usage_pieces(ctx))),
-        _section("DESCRIPTION", _docstring_roff(help_text)),
-        _section("OPTIONS", _options_section(cli, ctx)),
-        _section("COMMANDS", _commands_section(cli, ())),
-        *_prose_sections(text, skip=("ARGUMENTS", "SEE ALSO")),
-        "" if "EXIT STATUS" in titles else _section("EXIT STATUS", exit_status()),
-        _section(
-            "SEE ALSO",
-            _see_also([*(page_name(p) for p in commands), *(_extra_page_refs() if root else []), *_prose_see_also(text)]),
-        ),
-    ) + "\n"
+    return _page(
+        PROG,
+        SECTION,
+        _short_help(cli),
+        [
+            _section("SYNOPSIS", _usage_rst(PROG, cli.collect_usage_pieces(ctx))),
+            _section("DESCRIPTION", _docstring_rst(_help_text(cli))),
+            _section("OPTIONS", _options_rst(cli, ctx)),
+            _section("COMMANDS", _commands_rst(cli, ())),
+        ],
+        text,
+        ("ARGUMENTS", "SEE ALSO"),
+        [
+            "" if "EXIT STATUS" in titles else _section("EXIT STATUS", exit_status()),
+            _section(
+                "SEE ALSO",
+                _see_also([*(page_name(p) for p in commands), *(_extra_page_refs() if root else []), *_prose_see_also(text)]),
+            ),
+        ],
+        command=cli,
+    )
 
 
 def render_command_page(name: str, command: click.Command, cli: click.Group | None = None) -> str:
@@ -489,21 +537,26 @@ def render_command_page(name: str, command: click.Command, cli: click.Group | No
     text = _read_prose(f"{page}.{SECTION}", command, required=True) if cli is _root() else None
     _check_titles(text)
     titles = text.titles() if text is not None else []
-    subcommands = _section("COMMANDS", _commands_section(command, path)) if isinstance(command, click.Group) else ""
     others = [page_name(p) for p, _c, _x in _walk(cli, _context(cli, PROG)) if p != path]
-    prog = " ".join([PROG, *path])
-    return join(
-        _th(page, source=_source(text)),
-        _section("NAME", f"{escape_chars(page)} \\- {inline(_short_help(command), False)}"),
-        _section("SYNOPSIS", _usage_roff(prog, command.collect_usage_pieces(ctx))),
-        _section("DESCRIPTION", _docstring_roff(_help_text(command))),
-        _section("OPTIONS", _options_section(command, ctx)),
-        _section("ARGUMENTS", _arguments_section(command, text)),
-        subcommands,
-        *_prose_sections(text, skip=("ARGUMENTS", "SEE ALSO")),
-        "" if "EXIT STATUS" in titles else _section("EXIT STATUS", exit_status()),
-        _section("SEE ALSO", _see_also([PROG, *others, *_prose_see_also(text)])),
-    ) + "\n"
+    return _page(
+        page,
+        SECTION,
+        _short_help(command),
+        [
+            _section("SYNOPSIS", _usage_rst(" ".join([PROG, *path]), command.collect_usage_pieces(ctx))),
+            _section("DESCRIPTION", _docstring_rst(_help_text(command))),
+            _section("OPTIONS", _options_rst(command, ctx)),
+            _section("ARGUMENTS", _arguments_rst(command)),
+            _section("COMMANDS", _commands_rst(command, path)) if isinstance(command, click.Group) else "",
+        ],
+        text,
+        ("ARGUMENTS", "SEE ALSO"),
+        [
+            "" if "EXIT STATUS" in titles else _section("EXIT STATUS", exit_status()),
+            _section("SEE ALSO", _see_also([PROG, *others, *_prose_see_also(text)])),
+        ],
+        command=command,
+    )
 
 
 def render_extra_page(filename: str) -> str:
@@ -520,12 +573,15 @@ def render_extra_page(filename: str) -> str:
         raise _prose_error(text.source, f"NAME must read `{name} - what it is`, not {name_line!r}")
     root = _root()
     commands = [page_name(p) for p, _c, _x in _walk(root, _context(root, PROG))]
-    return join(
-        _th(name, section, text.source),
-        _section("NAME", escape(name_line)),
-        *_prose_sections(text, skip=("NAME", "SEE ALSO")),
-        _section("SEE ALSO", _see_also([PROG, *commands, *_prose_see_also(text)])),
-    ) + "\n"
+    return _page(
+        name,
+        section,
+        name_line[len(f"{name} - ") :],
+        [],
+        text,
+        ("NAME", "SEE ALSO"),
+        [_section("SEE ALSO", _see_also([PROG, *commands, *_prose_see_also(text)]))],
+    )
 
 
 def render_runbooks_page() -> str:
@@ -559,6 +615,18 @@ def _extra_page_refs() -> list[str]:
     return [f"{name}({sect})" for name, _dot, sect in (f.rpartition(".") for f in EXTRA_PAGES)]
 
 
+def _require_docutils_series() -> None:
+    """Raise :class:`WrongDocutils` unless the installed docutils writes the roff ``man/`` holds."""
+    mp = _manprose()
+    if mp.docutils_series() != mp.DOCUTILS_SERIES:
+        raise WrongDocutils(
+            f"the pages in man/ are docutils {mp.DOCUTILS_SERIES}'s manpage writer's roff, and docutils "
+            f"{mp.docutils_series()} is installed, whose writer writes other roff for the same pages; install "
+            f"the pinned series (pip install 'docutils>={mp.DOCUTILS_SERIES},<0.{int(mp.DOCUTILS_SERIES.split('.')[1]) + 1}', "
+            "as in the test extra) to check or regenerate them"
+        )
+
+
 def _obsolete(directory: Path, pages: dict[str, str]) -> list[Path]:
     return sorted(
         p for p in directory.glob(f"{PROG}-*.*") if re.fullmatch(r"\d", p.suffix[1:]) and p.name not in pages
@@ -568,6 +636,7 @@ def _obsolete(directory: Path, pages: dict[str, str]) -> list[Path]:
 def write_all(directory: str | Path) -> list[Path]:
     """(Re)write every page into ``directory``; remove pages of commands that no longer exist.
     Files already up to date are left untouched. Returns the paths of all pages."""
+    _require_docutils_series()
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     pages = render_pages()
@@ -585,7 +654,9 @@ def write_all(directory: str | Path) -> list[Path]:
 
 def check(directory: str | Path) -> list[str]:
     """Names of the pages in ``directory`` that are missing, differ from what would be generated
-    now, or belong to no command."""
+    now, or belong to no command. Raises :class:`WrongDocutils` under another docutils series
+    than the one that wrote ``man/`` (its roff would differ on every page)."""
+    _require_docutils_series()
     directory = Path(directory)
     pages = render_pages()
     out = []
@@ -619,7 +690,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1 if stale else 0
         for path in write_all(directory):
             print(path)
-    except (ProseMissing, mp.ProseError) as exc:
+    except (ProseMissing, WrongDocutils, mp.ProseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
@@ -648,20 +719,11 @@ _KAFKA_DUMP_LOG_OPTIONS = (
 )
 
 
-def _rst(text: str) -> str:
-    """House-style prose (```literal```, ``*name*``) as reStructuredText, one sentence per line."""
-    return _manprose().rst_inline("\n".join(sentences(text)))
-
-
-def _definition_list(items: Iterable[tuple[str, str]]) -> str:
-    return "\n\n".join(f"``{term}``\n" + textwrap.indent(_rst(text), "   ") for term, text in items)
-
-
 def _finding_kinds(command: click.Command | None) -> str:
     """verify's finding kinds, from :data:`kafkatool.verify.KINDS` (a new kind cannot go undocumented)."""
     from kafkatool.verify import INFO_KINDS, KINDS
 
-    return _definition_list((k, v + (" (information)" if k in INFO_KINDS else "")) for k, v in KINDS.items())
+    return _definition_list((f"``{k}``", _rst(v + (" (information)" if k in INFO_KINDS else ""))) for k, v in KINDS.items())
 
 
 def _kafka_dump_log_gaps(command: click.Command | None) -> str:

@@ -1,39 +1,64 @@
-"""The hand-written part of the man pages: reStructuredText, read by docutils, written as roff.
+"""The man pages as reStructuredText, written as roff by docutils' own manpage writer.
 
 Only :mod:`kafkatool.cli.manpage` imports this module, and only while it renders pages (at
 development time, and in the tests): docutils is a test dependency, never loaded by ``kafkatool``
 itself.
 
-docutils parses the prose (with ``file:line`` errors for a mistake) into its document tree; the
-roff is written by :class:`RoffWriter`, a small visitor with the man(7) macros of
-:mod:`kafkatool.cli.roff`, so a prose section looks like the sections generated from Click beside
-it, and the pages in ``man/`` come out byte for byte the same whatever the docutils release (the
-stock manpage writer's output changes between releases: ``.nf``/``.ft C`` or ``.EX``, ``.B`` terms,
-title case, its own ``.INDENT`` macros).
+docutils parses the hand-written prose (``kafkatool/cli/manpages/*.rst``, with ``file:line``
+errors for a mistake) and the parts :mod:`kafkatool.cli.manpage` generates from Click, and
+:func:`write_roff` renders the page with ``docutils.writers.manpage`` (rst2man's writer).
+That writer's output differs between docutils release series (0.19 writes ``.ft C`` literal
+blocks, later series ``.EX``, other quoting), so the pages in ``man/`` are those of the series
+the ``test`` extra pins (:data:`DOCUTILS_SERIES`); the drift test says so when another series is
+installed rather than showing a diff.
 
 The constructs a prose file may use: sections (``=`` underline) and subsections (``-``),
 paragraphs, ````literal```` (bold) and ``*emphasis*`` (italics), literal blocks (``::``),
 definition lists, bullet lists, numbered lists (``1.``), comments, and the directives
-``exit-status``, ``click-choices`` and ``generated`` (see :func:`read_prose`). Anything else is an
-error naming the file and line, rather than roff that renders badly.
+``exit-status``, ``click-choices`` and ``generated`` (see :func:`read_prose`). Anything else
+(a table, a link, a block quote from a stray indent) is an error naming the file and line.
 """
 
 from __future__ import annotations
 
+import codecs
 import io
 import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import click
+import docutils
 from docutils import nodes, utils
-from docutils.core import publish_doctree
+from docutils.core import publish_doctree, publish_from_doctree
 from docutils.parsers.rst import Directive, directives
 from docutils.statemachine import StringList
+from docutils.writers import manpage as stock_manpage
 
-from kafkatool.cli import roff
+__all__ = [
+    "DOCUTILS_SERIES",
+    "MARKUP",
+    "PageContext",
+    "Prose",
+    "ProseError",
+    "docutils_series",
+    "parse_rst",
+    "plain_text",
+    "read_prose",
+    "rst_inline",
+    "rst_text",
+    "sentences",
+    "write_roff",
+]
 
-__all__ = ["PageContext", "Prose", "ProseError", "RoffWriter", "plain_text", "read_prose", "rst_inline", "to_roff"]
+DOCUTILS_SERIES = "0.19"
+"""The docutils release series whose manpage writer wrote the pages in ``man/`` (the ``test``
+extra pins ``docutils>=0.19,<0.20``): another series writes the same pages with other roff."""
+
+
+def docutils_series() -> str:
+    """The installed docutils' release series, ``"0.19"``."""
+    return ".".join(docutils.__version__.split(".")[:2])
 
 
 class ProseError(Exception):
@@ -68,30 +93,20 @@ class Prose:
     def section(self, title: str) -> nodes.section | None:
         return next((s for s in self.sections if section_title(s) == title), None)
 
-    def roff(self, title: str) -> str:
-        """The content of section ``title`` (after its title) as roff."""
-        section = self.section(title)
-        return to_roff(section.document, section.children[1:], self.source) if section is not None else ""
-
     def text(self, title: str) -> str:
         """The plain text of section ``title``'s content, markup dropped, blocks joined by a space."""
         section = self.section(title)
         return " ".join(plain_text(c).strip() for c in section.children[1:] if not isinstance(c, nodes.comment)) if section is not None else ""
 
-    def definitions(self, title: str) -> dict[str, str]:
-        """Section ``title`` as ``{term: roff of its definition}``; it must hold one definition list."""
+    def definitions(self, title: str) -> dict[str, nodes.definition]:
+        """Section ``title`` as ``{term: its definition}``; it must hold one definition list."""
         section = self.section(title)
         if section is None:
             return {}
         blocks = [c for c in section.children[1:] if not isinstance(c, nodes.comment)]
         if len(blocks) != 1 or not isinstance(blocks[0], nodes.definition_list):
             raise ProseError(f"{self.source}:{_line(section)}: {title} must be one definition list: each term, then its text indented")
-        out = {}
-        for item in blocks[0].children:
-            term = next(c for c in item.children if isinstance(c, nodes.term))
-            definition = next(c for c in item.children if isinstance(c, nodes.definition))
-            out[plain_text(term).strip()] = to_roff(section.document, definition.children, self.source)
-        return out
+        return {plain_text(term).strip(): definition for term, definition in _items(blocks[0])}
 
 
 def section_title(section: nodes.section) -> str:
@@ -103,12 +118,29 @@ def plain_text(node: nodes.Node) -> str:
     return node.astext()
 
 
+def _items(definition_list: nodes.definition_list) -> list[tuple[nodes.term, nodes.definition]]:
+    out = []
+    for item in definition_list.children:
+        term = next(c for c in item.children if isinstance(c, nodes.term))
+        definition = next(c for c in item.children if isinstance(c, nodes.definition))
+        out.append((term, definition))
+    return out
+
+
 # --------------------------------------------------------------------------- reading
+
+_SETTINGS = {
+    "file_insertion_enabled": False,
+    "raw_enabled": False,
+    "halt_level": 2,  # a warning stops the parse: the message names the line
+    "report_level": 2,
+    "input_encoding": "unicode",
+}
 
 
 def read_prose(text: str, context: PageContext) -> Prose:
     """Parse one prose file. Everything must sit in top-level sections; a warning of docutils (an
-    unclosed ````literal````, a bad indent) is an error, as is a construct :class:`RoffWriter` does not write.
+    unclosed ````literal````, a bad indent) is an error, as is a construct the pages do not use.
 
     Directives:
 
@@ -121,26 +153,7 @@ def read_prose(text: str, context: PageContext) -> Prose:
     ``.. generated:: NAME``
         reStructuredText computed from the code (see ``GENERATED`` in :mod:`kafkatool.cli.manpage`).
     """
-    warnings = io.StringIO()
-    try:
-        document = publish_doctree(
-            text,
-            source_path=context.source,
-            settings_overrides={
-                "doctitle_xform": False,
-                "docinfo_xform": False,
-                "sectsubtitle_xform": False,
-                "file_insertion_enabled": False,
-                "raw_enabled": False,
-                "halt_level": 2,  # a warning stops the parse: the message names the line
-                "report_level": 2,
-                "warning_stream": warnings,
-                "input_encoding": "unicode",
-                "kafkatool_page": context,
-            },
-        )
-    except utils.SystemMessage as exc:
-        raise ProseError(_message(str(exc), context.source)) from None
+    document = _parse(text, context.source, {"kafkatool_page": context}, titles=False)
     sections: list[nodes.section] = []
     for child in document.children:
         if isinstance(child, nodes.section):
@@ -153,8 +166,34 @@ def read_prose(text: str, context: PageContext) -> Prose:
                 "is in a section whose title (underlined with `=`) is the man page's section title"
             )
     for section in sections:
-        RoffWriter(document, context.source).check(section)
+        _check(section, context.source)
     return Prose(context.source, sections)
+
+
+def parse_rst(text: str, source: str, *, titles: bool = False) -> nodes.document:
+    """reStructuredText that :mod:`kafkatool.cli.manpage` generated from Click. With ``titles``,
+    the document's title, subtitle and field list become the page's name, one-line description
+    and ``.TH`` fields (rst2man's conventions: ``:Manual section:``, ``:Manual group:``, ``:Version:``)."""
+    return _parse(text, source, {}, titles=titles)
+
+
+def _parse(text: str, source: str, settings: dict, *, titles: bool) -> nodes.document:
+    warnings = io.StringIO()
+    try:
+        return publish_doctree(
+            text,
+            source_path=source,
+            settings_overrides={
+                **_SETTINGS,
+                "doctitle_xform": titles,
+                "docinfo_xform": titles,
+                "sectsubtitle_xform": False,
+                "warning_stream": warnings,
+                **settings,
+            },
+        )
+    except utils.SystemMessage as exc:
+        raise ProseError(_message(str(exc), source)) from None
 
 
 def _message(text: str, source: str) -> str:
@@ -181,6 +220,50 @@ def _first_line(node: nodes.Node) -> int | None:
     return None
 
 
+#: What a prose section may hold. The manpage writer renders more (tables, links, block quotes),
+#: but in a terminal those read badly, and a block quote is nearly always a stray indent.
+_ALLOWED = (
+    nodes.Text,
+    nodes.title,
+    nodes.section,
+    nodes.paragraph,
+    nodes.literal,
+    nodes.emphasis,
+    nodes.strong,
+    nodes.literal_block,
+    nodes.definition_list,
+    nodes.definition_list_item,
+    nodes.term,
+    nodes.definition,
+    nodes.bullet_list,
+    nodes.enumerated_list,
+    nodes.list_item,
+    nodes.comment,
+)
+
+
+def _check(section: nodes.section, source: str) -> None:
+    """Raise :class:`ProseError` if ``section`` holds something the pages do not use."""
+    for node in section.findall(include_self=False):
+        if isinstance(node, nodes.system_message) and node.get("level", 0) <= 1:
+            continue
+        allowed = isinstance(node, _ALLOWED)
+        if isinstance(node, nodes.section):
+            allowed = not isinstance(node.parent.parent, nodes.section)  # man pages have .SH and .SS only
+        elif isinstance(node, nodes.literal_block):
+            allowed = not (node.get("classes") or node.get("language"))  # no highlighting in a man page
+        elif isinstance(node, nodes.enumerated_list):
+            allowed = node.get("enumtype", "arabic") == "arabic"
+        elif isinstance(node, nodes.title) and node.parent is section and '"' in plain_text(node):
+            raise ProseError(f'{source}:{_line(node)}: a section title cannot hold a "')
+        if not allowed:
+            raise ProseError(
+                f"{source}:{_line(node)}: a {node.tagname} cannot go into a man page here; use paragraphs, "
+                "``literal``, *emphasis*, literal blocks (::), definition lists, bullet or numbered lists, "
+                "subsections, and the directives exit-status, click-choices and generated"
+            )
+
+
 def _context(directive: Directive) -> PageContext:
     return directive.state.document.settings.kafkatool_page
 
@@ -199,17 +282,12 @@ def _definitions(directive: Directive) -> list[tuple[str, nodes.definition]]:
     children = [c for c in _parse_block(directive, directive.content, directive.content_offset) if not isinstance(c, nodes.comment)]
     if len(children) != 1 or not isinstance(children[0], nodes.definition_list):
         raise directive.error(f'the content of "{directive.name}" must be one definition list (a term, then its text indented)')
-    out = []
-    for item in children[0].children:
-        term = next(c for c in item.children if isinstance(c, nodes.term))
-        definition = next(c for c in item.children if isinstance(c, nodes.definition))
-        out.append((plain_text(term).strip(), definition))
-    return out
+    return [(plain_text(term).strip(), definition) for term, definition in _items(children[0])]
 
 
 def _paragraph(directive: Directive, text: str) -> nodes.paragraph:
     """One paragraph from house-style prose (```literal```, ``*name*``), one sentence per line."""
-    rst = "\n".join(rst_inline(s) for s in roff.sentences(text))
+    rst = rst_text(text)
     nodes_, messages = directive.state.inline_text(rst, directive.lineno)
     if messages:
         raise directive.error(f"cannot render {text!r}")
@@ -293,18 +371,91 @@ directives.register_directive("click-choices", ClickChoices)
 directives.register_directive("generated", Generated)
 
 
+# --------------------------------------------------------------------------- writing roff
+
+
+class _Translator(stock_manpage.Translator):
+    """The stock translator, but for the comment it opens the page with (where the page comes
+    from) and two requests after ``.TH``."""
+
+    def __init__(self, document: nodes.document) -> None:
+        super().__init__(document)
+        self.document_start = document.settings.kafkatool_header
+
+    def header(self) -> str:
+        # No hyphenation and a ragged right margin, so an option or a field name
+        # (--max-decompressed-bytes, batchesDiscarded) is never split across lines. They must
+        # follow .TH, which resets both, and precede NAME's text, which the stock header writes
+        # right after .TH: no node of the document can go there (a raw node lands after NAME).
+        th, rest = super().header().split("\n", 1)
+        return f"{th}\n.nh\n.ad l\n{rest}"
+
+
+class _Writer(stock_manpage.Writer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.translator_class = _Translator
+
+
+def _roff_character(error: UnicodeEncodeError) -> tuple[str, int]:
+    return "".join(f"\\[u{ord(c):04X}]" for c in error.object[error.start : error.end]), error.end
+
+
+# The writer leaves characters beyond ASCII as they are; groff without preconv (groff -man, as
+# the tests run it) takes them for invalid input. docutils encodes its output with the
+# output_encoding_error_handler setting, so this codec error handler writes them as \[uXXXX].
+codecs.register_error("kafkatool-roff", _roff_character)
+
+
+def write_roff(document: nodes.document, header: str) -> str:
+    """``document`` (a page: title, subtitle, docinfo, sections) as roff, by docutils' manpage
+    writer, in ASCII (other characters as ``\\[uXXXX]``); ``header`` (lines) is the comment the
+    page starts with."""
+    return publish_from_doctree(
+        document,
+        writer=_Writer(),
+        settings_overrides={
+            "output_encoding": "ascii",
+            "output_encoding_error_handler": "kafkatool-roff",
+            "report_level": 2,
+            "halt_level": 2,
+            "warning_stream": io.StringIO(),
+            "kafkatool_header": header,
+        },
+    ).decode("ascii")
+
+
 # --------------------------------------------------------------------------- house style to rst
 
+MARKUP = re.compile(r"`([^`]+)`|\*([^*\s](?:[^*]*[^*\s])?)\*")
+"""House-style markup in prose (docstrings, ``verify.KINDS``): ```literal``` (group 1), ``*name*`` (group 2)."""
+_LITERALS = re.compile(r"`([^`]+)`()")  # for Click's own texts, where a ``*`` may be a glob
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)\]'\"`][.!?])\s+(?=[A-Z`(])")
+_BLOCK_START = re.compile(r"[-+\u2022#(:.]|\*\s|\d+[.)]")
 _START_OK = set("-:/'\"<([{")
 _END_OK = set("-.,:;!?\\/'\")]}>")
 
 
-def rst_inline(text: str) -> str:
+def sentences(text: str) -> list[str]:
+    """``text`` with its whitespace folded, split after each sentence (one sentence per line)."""
+    flat = " ".join(text.split())
+    return _SENTENCE_END.split(flat) if flat else []
+
+
+def rst_text(text: str, italics: bool = True) -> str:
+    """House-style prose as reStructuredText lines, one sentence per line (see :func:`rst_inline`)."""
+    rst = "\n".join(rst_inline(s, italics) for s in sentences(text))
+    # A paragraph that starts like a list item, a field, a directive or an option would be read as one.
+    return "\\" + rst if _BLOCK_START.match(rst) else rst
+
+
+def rst_inline(text: str, italics: bool = True) -> str:
     """House-style prose (```literal```, ``*name*``, as in docstrings and ``verify.KINDS``) as
-    reStructuredText inline text: ````literal````, ``*name*``, everything else escaped."""
+    reStructuredText inline text: ````literal````, ``*name*`` (with ``italics``; without, as in
+    Click's help texts, a ``*`` is a glob), everything else escaped."""
     out: list[str] = []
     last = 0
-    for m in roff.MARKUP.finditer(text):
+    for m in (MARKUP if italics else _LITERALS).finditer(text):
         out.append(_escape(text[last : m.start()]))
         token = f"``{m.group(1)}``" if m.group(1) is not None else f"*{_escape(m.group(2))}*"
         before = text[m.start() - 1] if m.start() else " "
@@ -322,183 +473,3 @@ def rst_inline(text: str) -> str:
 def _escape(text: str) -> str:
     text = re.sub(r"([\\*`|])", r"\\\1", text)
     return re.sub(r"(?<=\w)_(?=\W|$)", r"\\_", text)  # ``name_`` would be a reference
-
-
-# --------------------------------------------------------------------------- writing roff
-
-
-class RoffWriter(nodes.NodeVisitor):
-    """A document tree (the body of one section) as man(7) roff, escaped as :mod:`kafkatool.cli.roff` escapes.
-
-    Paragraphs are ``.PP``; a definition list is ``.TP`` items with the term on the tag line; a
-    bullet list ``.IP \\(bu 2``, a numbered one ``.IP "N." 4``; a further paragraph of an item
-    ``.IP`` at the item's indent; a literal block ``.RS 4``/``.nf``, right under a paragraph that
-    introduces it (else after a ``.PP``), or ``.RS``/``.nf`` inside a list item; a subsection ``.SS``.
-    """
-
-    def __init__(self, document: nodes.document, source: str) -> None:
-        super().__init__(document)
-        self.source = source
-        self.out: list[str] = []
-        self.checking = False
-
-    # -- driving
-
-    def render(self, body: Sequence[nodes.Node]) -> str:
-        for node in body:
-            node.walkabout(self)
-        return "".join(self.out).strip("\n")
-
-    def check(self, section: nodes.section) -> None:
-        """Raise :class:`ProseError` if ``section`` holds something this writer cannot write."""
-        self.checking = True
-        for child in section.children[1:]:
-            child.walkabout(self)
-        self.out.clear()
-        self.checking = False
-
-    def unknown_visit(self, node: nodes.Node) -> None:
-        raise ProseError(
-            f"{self.source}:{_line(node)}: a {node.tagname} cannot go into a man page here; use paragraphs, "
-            "``literal``, *emphasis*, literal blocks (::), definition lists, bullet or numbered lists, "
-            "subsections, and the directives exit-status, click-choices and generated"
-        )
-
-    def unknown_departure(self, node: nodes.Node) -> None:
-        pass
-
-    # -- output helpers
-
-    def _at_line_start(self) -> bool:
-        return not self.out or self.out[-1].endswith("\n")
-
-    def _macro(self, line: str) -> None:
-        if not self._at_line_start():
-            self.out.append("\n")
-        self.out.append(line + "\n")
-
-    def _end_line(self) -> None:
-        if not self._at_line_start():
-            self.out.append("\n")
-
-    # -- text
-
-    def visit_Text(self, node: nodes.Text) -> None:
-        text = roff.escape_chars(node.astext())
-        text = re.sub(r"\n(?=[.'])", "\n\\&", text)
-        if self._at_line_start() and text[:1] in (".", "'"):
-            text = "\\&" + text
-        self.out.append(text)
-
-    def visit_literal(self, node: nodes.Node) -> None:
-        self.out.append("\\fB")
-
-    def depart_literal(self, node: nodes.Node) -> None:
-        self.out.append("\\fR")
-
-    visit_strong, depart_strong = visit_literal, depart_literal
-
-    def visit_emphasis(self, node: nodes.Node) -> None:
-        self.out.append("\\fI")
-
-    depart_emphasis = depart_literal
-
-    # -- blocks
-
-    def visit_comment(self, node: nodes.Node) -> None:
-        raise nodes.SkipNode
-
-    def visit_section(self, node: nodes.section) -> None:
-        if isinstance(node.parent, nodes.section) and isinstance(node.parent.parent, nodes.section):
-            self.unknown_visit(node)  # a third level: man pages have .SH and .SS only
-
-    def visit_title(self, node: nodes.title) -> None:
-        if not isinstance(node.parent, nodes.section):
-            self.unknown_visit(node)
-        title = plain_text(node)
-        if '"' in title:
-            raise ProseError(f'{self.source}:{_line(node)}: a section title cannot hold a "')
-        self._macro(f".SS {roff.quote_arg(title)}")
-        raise nodes.SkipNode
-
-    def _item_indent(self, node: nodes.Node) -> str | None:
-        """The indent of the list item or definition ``node`` sits in, None outside one."""
-        parent = node.parent
-        if isinstance(parent, nodes.definition):
-            return ""
-        if isinstance(parent, nodes.list_item):
-            return "2" if isinstance(parent.parent, nodes.bullet_list) else "4"
-        return None
-
-    def visit_paragraph(self, node: nodes.paragraph) -> None:
-        indent = self._item_indent(node)
-        if indent is None:
-            self._macro(".PP")
-        elif node.parent.index(node) > 0:
-            self._macro('.IP "" ' + indent if indent else ".IP")
-        else:
-            self._end_line()
-
-    def depart_paragraph(self, node: nodes.paragraph) -> None:
-        self._end_line()
-
-    def visit_literal_block(self, node: nodes.literal_block) -> None:
-        if node.get("classes") or node.get("language"):
-            self.unknown_visit(node)  # a code directive: no highlighting in a man page
-        lines = node.astext().split("\n")
-        body = "\n".join("\\&" if not line.strip() else roff.protect_lines(roff.escape_chars(line)) for line in lines)
-        if self._item_indent(node) is not None:
-            self._macro(".RS")
-        else:
-            # Right under the paragraph that introduces it (``text::``); a block of its own (a
-            # paragraph ``::``) after a .PP.
-            previous = node.parent.index(node) - 1
-            introduced = previous >= 0 and isinstance(node.parent[previous], nodes.paragraph)
-            if not (introduced and node.parent[previous].rawsource.rstrip().endswith("::")):
-                self._macro(".PP")
-            self._macro(".RS 4")
-        self._macro(".nf")
-        self.out.append(body + "\n")
-        self._macro(".fi")
-        self._macro(".RE")
-        raise nodes.SkipNode
-
-    def visit_definition_list(self, node: nodes.Node) -> None:
-        pass
-
-    def visit_definition_list_item(self, node: nodes.Node) -> None:
-        self._macro(".TP")
-
-    def visit_term(self, node: nodes.Node) -> None:
-        self._end_line()
-
-    def depart_term(self, node: nodes.Node) -> None:
-        self._end_line()
-
-    def visit_definition(self, node: nodes.Node) -> None:
-        pass
-
-    def visit_bullet_list(self, node: nodes.Node) -> None:
-        pass
-
-    def visit_enumerated_list(self, node: nodes.Node) -> None:
-        if node.get("enumtype", "arabic") != "arabic":
-            self.unknown_visit(node)
-
-    def visit_list_item(self, node: nodes.list_item) -> None:
-        parent = node.parent
-        if isinstance(parent, nodes.bullet_list):
-            self._macro(".IP \\(bu 2")
-        else:
-            number = parent.get("start", 1) + parent.index(node)
-            self._macro(f'.IP "{number}." 4')
-
-    def visit_system_message(self, node: nodes.Node) -> None:
-        if node.get("level", 0) > 1:
-            self.unknown_visit(node)
-        raise nodes.SkipNode
-
-
-def to_roff(document: nodes.document, body: Sequence[nodes.Node], source: str) -> str:
-    """``body`` (nodes of ``document``) as roff."""
-    return RoffWriter(document, source).render(body)
