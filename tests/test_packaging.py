@@ -135,3 +135,14 @@ def test_restore_script_is_run_with_sh_e_everywhere() -> None:
 def test_readme_shows_shell_completion() -> None:
     assert "_KAFKATOOL_COMPLETE=bash_source kafkatool" in README
     assert "_KAFKATOOL_COMPLETE=zsh_source kafkatool" in README
+
+
+def test_the_built_package_is_typed(tmp_path: Path) -> None:
+    """PEP 561: ``py.typed`` ships with the package, so type checkers read the public API's hints."""
+    result = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(tmp_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "kafkatool" / "py.typed").is_file()
+    assert (tmp_path / "kafkatool" / "segment" / "logdir.py").is_file()
