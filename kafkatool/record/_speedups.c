@@ -1326,36 +1326,6 @@ struct scan_state {
     PyObject *epochs, *at_position, *by_last, *containing;
 };
 
-/* An optional int slot: 0 with *present = 0 for None. Python's offsets can leave the
- * int64 range (baseOffset + lastOffsetDelta of a damaged batch); they are clamped, which
- * only ever makes a batch look unhealthy, and Python then checks it exactly. */
-static int
-scan_get_opt(PyObject *st, int slot, int64_t *value, int *present)
-{
-    PyObject *o = PyList_GET_ITEM(st, slot);
-    int overflow;
-    long long v;
-    if (o == Py_None) {
-        *present = 0;
-        *value = 0;
-        return 0;
-    }
-    *present = 1;
-    v = PyLong_AsLongLongAndOverflow(o, &overflow);
-    if (v == -1 && PyErr_Occurred())
-        return -1;
-    *value = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : (int64_t)v;
-    return 0;
-}
-
-static int
-scan_set(PyObject *st, int slot, PyObject *value) /* steals value */
-{
-    if (value == NULL)
-        return -1;
-    return PyList_SetItem(st, slot, value);
-}
-
 /* dict[key] = value for int64 keys; value built by the caller (stolen). */
 static int
 scan_dict_set(PyObject *dict, int64_t key, PyObject *value)
@@ -1981,7 +1951,9 @@ scan_fd(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 /* ==================================================================== index_v2 */
 
-/* Slots of the state list index_v2 reads and updates (kafkatool.segment.index names them). */
+/* The state index_v2 reads at entry and writes back at exit: a
+   kafkatool.segment.index_scan.IndexScanState (one attribute per field, names below, interned
+   once), or the older slot list (slots in this order, kafkatool.segment.index names them). */
 enum {
     IX_BASE,              /* int: the segment's base offset */
     IX_INTERVAL,          /* int: index.interval.bytes */
@@ -2006,19 +1978,101 @@ enum {
     IX_NSLOTS
 };
 
+static const char *const ix_field_names[IX_NSLOTS] = {
+    "base", "interval", "valid", "last_entry", "max_ts", "off_max_ts", "off_entries", "max_off_entries",
+    "last_offset", "time_entries", "max_time_entries", "last_time_ts", "last_time_off", "offset_buf",
+    "time_buf", "take_txn", "batches", "first", "last", "shift",
+};
+static PyObject *ix_field[IX_NSLOTS]; /* the names above, interned on first use */
+
+/* v2 header fields index_v2 reads (spec 4.1; kafkatool.record.layout.V2) */
+enum { IX_AT_CRC = 17, IX_AT_ATTRIBUTES = 21, IX_AT_LAST_OFFSET_DELTA = 23, IX_AT_MAX_TIMESTAMP = 35 };
+#define IX_TRANSACTIONAL_BIT 0x10
+#define IX_CONTROL_BIT 0x20
+
+static int
+ix_intern(void)
+{
+    int i;
+    if (ix_field[0] != NULL)
+        return 0;
+    for (i = 0; i < IX_NSLOTS; i++) {
+        PyObject *name = PyUnicode_InternFromString(ix_field_names[i]);
+        if (name == NULL)
+            return -1;
+        ix_field[i] = name; /* kept for the life of the process */
+    }
+    return 0;
+}
+
+/* state.<field> (a new reference), or state[slot] (new reference too) for the slot list. */
+static PyObject *
+ix_item(PyObject *st, int slot)
+{
+    if (PyList_CheckExact(st)) {
+        PyObject *o = PyList_GET_ITEM(st, slot);
+        Py_INCREF(o);
+        return o;
+    }
+    return PyObject_GetAttr(st, ix_field[slot]);
+}
+
 static int
 ix_get(PyObject *st, int slot, int64_t *out)
 {
     int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(st, slot), &overflow);
+    long long v;
+    PyObject *o = ix_item(st, slot);
+    if (o == NULL)
+        return -1;
+    v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    Py_DECREF(o);
     if (v == -1 && PyErr_Occurred())
         return -1;
     if (overflow) {
-        PyErr_Format(PyExc_OverflowError, "index state slot %d out of range", slot);
+        PyErr_Format(PyExc_OverflowError, "index state field %s out of range", ix_field_names[slot]);
         return -1;
     }
     *out = v;
     return 0;
+}
+
+/* An int or None field: *present says which. Python's offsets can leave the int64 range
+ * (baseOffset + lastOffsetDelta of a damaged batch); they are clamped, which only ever makes a
+ * batch look unhealthy, and Python then checks it exactly. */
+static int
+ix_get_opt(PyObject *st, int slot, int64_t *value, int *present)
+{
+    int overflow;
+    long long v;
+    PyObject *o = ix_item(st, slot);
+    if (o == NULL)
+        return -1;
+    *present = o != Py_None;
+    *value = 0;
+    if (*present) {
+        v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(o);
+            return -1;
+        }
+        *value = overflow > 0 ? INT64_MAX : overflow < 0 ? INT64_MIN : (int64_t)v;
+    }
+    Py_DECREF(o);
+    return 0;
+}
+
+static int
+ix_set(PyObject *st, int slot, PyObject *value) /* steals value */
+{
+    int rc;
+    if (value == NULL)
+        return -1;
+    if (PyList_CheckExact(st))
+        return PyList_SetItem(st, slot, value);
+    rc = PyObject_SetAttr(st, ix_field[slot], value);
+    Py_DECREF(value);
+    return rc;
 }
 
 static int
@@ -2037,7 +2091,7 @@ put_be32(uint8_t *p, uint32_t v)
     p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
 }
 
-/* The index state list, unpacked for the duration of one call. */
+/* The index state, unpacked for the duration of one call (obuf and tbuf: owned references). */
 struct ix_state {
     int64_t base, interval, valid, last_entry, max_ts, off_max_ts, off_entries, max_off_entries, last_offset;
     int64_t time_entries, max_time_entries, last_time_ts, last_time_off, batches, first, last, shift;
@@ -2045,18 +2099,26 @@ struct ix_state {
     PyObject *obuf, *tbuf;
 };
 
+static void
+ix_release(struct ix_state *x)
+{
+    Py_CLEAR(x->obuf);
+    Py_CLEAR(x->tbuf);
+}
+
 static int
 ix_begin(PyObject *st, struct ix_state *x)
 {
+    PyObject *take;
     memset(x, 0, sizeof(*x));
-    if (!PyList_CheckExact(st) || PyList_GET_SIZE(st) != IX_NSLOTS) {
-        PyErr_Format(PyExc_TypeError, "index state must be a list of %d items", IX_NSLOTS);
+    if (PyList_CheckExact(st) ? PyList_GET_SIZE(st) != IX_NSLOTS : !PyObject_HasAttr(st, ix_field[IX_SHIFT])) {
+        PyErr_Format(PyExc_TypeError, "index state must be an IndexScanState (or a list of %d items)", IX_NSLOTS);
         return -1;
     }
-    x->obuf = PyList_GET_ITEM(st, IX_OFFSET_BUF);
-    x->tbuf = PyList_GET_ITEM(st, IX_TIME_BUF);
+    if ((x->obuf = ix_item(st, IX_OFFSET_BUF)) == NULL || (x->tbuf = ix_item(st, IX_TIME_BUF)) == NULL)
+        return -1;
     if (!PyByteArray_CheckExact(x->obuf) || !PyByteArray_CheckExact(x->tbuf)) {
-        PyErr_SetString(PyExc_TypeError, "the index state's index slots must hold bytearrays");
+        PyErr_SetString(PyExc_TypeError, "the index state's offset_buf and time_buf must be bytearrays");
         return -1;
     }
     if (ix_get(st, IX_BASE, &x->base) < 0 || ix_get(st, IX_INTERVAL, &x->interval) < 0 ||
@@ -2068,9 +2130,13 @@ ix_begin(PyObject *st, struct ix_state *x)
         ix_get(st, IX_LAST_TIME_OFF, &x->last_time_off) < 0 || ix_get(st, IX_BATCHES, &x->batches) < 0 ||
         ix_get(st, IX_SHIFT, &x->shift) < 0)
         return -1;
-    if ((x->take_txn = PyObject_IsTrue(PyList_GET_ITEM(st, IX_TAKE_TXN))) < 0)
+    if ((take = ix_item(st, IX_TAKE_TXN)) == NULL)
         return -1;
-    if (scan_get_opt(st, IX_FIRST, &x->first, &x->have_first) < 0 || scan_get_opt(st, IX_LAST, &x->last, &x->have_last) < 0)
+    x->take_txn = PyObject_IsTrue(take);
+    Py_DECREF(take);
+    if (x->take_txn < 0)
+        return -1;
+    if (ix_get_opt(st, IX_FIRST, &x->first, &x->have_first) < 0 || ix_get_opt(st, IX_LAST, &x->last, &x->have_last) < 0)
         return -1;
     return 0;
 }
@@ -2078,18 +2144,18 @@ ix_begin(PyObject *st, struct ix_state *x)
 static int
 ix_end(PyObject *st, struct ix_state *x)
 {
-    if (scan_set(st, IX_VALID, PyLong_FromLongLong(x->valid)) < 0 ||
-        scan_set(st, IX_LAST_ENTRY, PyLong_FromLongLong(x->last_entry)) < 0 ||
-        scan_set(st, IX_MAX_TS, PyLong_FromLongLong(x->max_ts)) < 0 ||
-        scan_set(st, IX_OFF_MAX_TS, PyLong_FromLongLong(x->off_max_ts)) < 0 ||
-        scan_set(st, IX_OFF_ENTRIES, PyLong_FromLongLong(x->off_entries)) < 0 ||
-        scan_set(st, IX_LAST_OFFSET, PyLong_FromLongLong(x->last_offset)) < 0 ||
-        scan_set(st, IX_TIME_ENTRIES, PyLong_FromLongLong(x->time_entries)) < 0 ||
-        scan_set(st, IX_LAST_TIME_TS, PyLong_FromLongLong(x->last_time_ts)) < 0 ||
-        scan_set(st, IX_LAST_TIME_OFF, PyLong_FromLongLong(x->last_time_off)) < 0 ||
-        scan_set(st, IX_BATCHES, PyLong_FromLongLong(x->batches)) < 0 ||
-        (x->have_first && scan_set(st, IX_FIRST, PyLong_FromLongLong(x->first)) < 0) ||
-        (x->have_last && scan_set(st, IX_LAST, PyLong_FromLongLong(x->last)) < 0))
+    if (ix_set(st, IX_VALID, PyLong_FromLongLong(x->valid)) < 0 ||
+        ix_set(st, IX_LAST_ENTRY, PyLong_FromLongLong(x->last_entry)) < 0 ||
+        ix_set(st, IX_MAX_TS, PyLong_FromLongLong(x->max_ts)) < 0 ||
+        ix_set(st, IX_OFF_MAX_TS, PyLong_FromLongLong(x->off_max_ts)) < 0 ||
+        ix_set(st, IX_OFF_ENTRIES, PyLong_FromLongLong(x->off_entries)) < 0 ||
+        ix_set(st, IX_LAST_OFFSET, PyLong_FromLongLong(x->last_offset)) < 0 ||
+        ix_set(st, IX_TIME_ENTRIES, PyLong_FromLongLong(x->time_entries)) < 0 ||
+        ix_set(st, IX_LAST_TIME_TS, PyLong_FromLongLong(x->last_time_ts)) < 0 ||
+        ix_set(st, IX_LAST_TIME_OFF, PyLong_FromLongLong(x->last_time_off)) < 0 ||
+        ix_set(st, IX_BATCHES, PyLong_FromLongLong(x->batches)) < 0 ||
+        (x->have_first && ix_set(st, IX_FIRST, PyLong_FromLongLong(x->first)) < 0) ||
+        (x->have_last && ix_set(st, IX_LAST, PyLong_FromLongLong(x->last)) < 0))
         return -1;
     return 0;
 }
@@ -2117,14 +2183,14 @@ ix_run(void *ctx, const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, long long 
         for (i = 0; i < n; i++) {
             const uint8_t *e = ent[i];
             int64_t position = file_position + (p - pos);
-            int64_t bo = be64(e), lo, mts = be64(e + 35);
+            int64_t bo = be64(e), lo, mts = be64(e + IX_AT_MAX_TIMESTAMP);
             int64_t nmax_ts = x->max_ts, noff_max = x->off_max_ts;
-            int32_t lod = be32(e + 23);
+            int32_t lod = be32(e + IX_AT_LAST_OFFSET_DELTA);
             int index_now = 0;
             /* every condition under which Python would stop or raise: Python handles that batch */
-            int python = computed[i] != be32u(e + 17)
+            int python = computed[i] != be32u(e + IX_AT_CRC)
                 /* control batches always: recovery reads their marker (truncate's cut, spec 12.2) */
-                || (be16u(e + 21) & (x->take_txn ? 0x20 : 0x30)) != 0
+                || (be16u(e + IX_AT_ATTRIBUTES) & (x->take_txn ? IX_CONTROL_BIT : IX_CONTROL_BIT | IX_TRANSACTIONAL_BIT)) != 0
                 || position - x->shift != x->valid
                 || __builtin_add_overflow(bo, (int64_t)lod, &lo)
                 || lo < x->base || lo - x->base > SCAN_INT32_MAX;
@@ -2190,8 +2256,9 @@ PyDoc_STRVAR(index_v2_doc,
 "of ``buf[pos:end]``, without a Python object per batch.\n\n"
 "Each batch whose CRC-32C matches, that is not a control batch nor transactional\n"
 "(unless the state says to take transactional data batches too), and that kafkatool.segment.index.IndexBuilder.add_batch\n"
-"would accept without an error is indexed here: ``state`` (a list, slots named in\n"
-"kafkatool.segment.index) is updated and the entries appended to its bytearrays.\n"
+"would accept without an error is indexed here: ``state`` (an IndexScanState of\n"
+"kafkatool.segment.index_scan, or the older slot list) is updated and the entries\n"
+"appended to its bytearrays.\n"
 "The walk stops after the first other batch and returns it, with the state as it\n"
 "was before that batch, for Python to handle. Returns ``(batches, next_pos,\n"
 "status)`` as walk_v2 does, ``batches`` holding at most that one batch.");
@@ -2202,16 +2269,17 @@ index_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer view;
     Py_ssize_t pos, end, next = 0;
     long long file_position;
-    struct ix_state x;
+    struct ix_state x = {0};
     PyObject *list = NULL, *result = NULL;
     int status = WALK_NEED_MORE;
 
     if (window_parse("index_v2", args, nargs, &view, &pos, &end, &file_position) < 0)
         return NULL;
-    if (ix_begin(args[5], &x) == 0 && (list = PyList_New(0)) != NULL &&
+    if (ix_intern() == 0 && ix_begin(args[5], &x) == 0 && (list = PyList_New(0)) != NULL &&
         ix_run(&x, (const uint8_t *)view.buf, pos, end, file_position, (PyTypeObject *)args[4], list, &next, &status) == 0 &&
         ix_end(args[5], &x) == 0)
         result = Py_BuildValue("(Oni)", list, next, status);
+    ix_release(&x);
     Py_XDECREF(list);
     PyBuffer_Release(&view);
     return result;
