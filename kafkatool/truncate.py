@@ -72,9 +72,9 @@ from typing import Callable, Sequence
 from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.control import control_type_name, decode_control_key, decode_end_txn_marker
 from kafkatool.record.records import first_batch_record
-from kafkatool.record.v2 import V2_HEADER_SIZE, decode_records
+from kafkatool.record.v2 import decode_records
 from kafkatool.record.varint import decode_varint
-from kafkatool.record.layout import CONTROL_BIT, INT32_MAX, codec_of
+from kafkatool.record.layout import CONTROL_BIT, INT32_MAX, LOG_OVERHEAD, V2_HEADER_SIZE, codec_of
 from kafkatool.repair import walk_as_recovery
 from kafkatool.safety import (
     TEMP_SUFFIX,
@@ -142,8 +142,8 @@ __all__ = [
 _SEGMENT_KINDS = (names.FileKind.LOG, names.FileKind.INDEX, names.FileKind.TIMEINDEX, names.FileKind.TXNINDEX)
 _MARKER_READ_LIMIT = 16 << 20
 """A control batch larger than this is not read for its marker (a transaction marker is 78 bytes)."""
-_MAX_HEADER_ZEROS = 11
-"""An entry's first non-zero byte is at most its 12th: offset (8 bytes, may be 0) and a size >= 14."""
+_MAX_HEADER_ZEROS = LOG_OVERHEAD - 1
+"""An entry's first non-zero byte is at most its 12th: offset (8 bytes, may be 0) and a size >= 14 (its last byte is not 0)."""
 
 
 # ----------------------------------------------------------------------------- the plan

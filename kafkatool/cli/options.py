@@ -20,6 +20,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 import click
 
+from kafkatool.record.layout import INT32_MAX
+
 
 def repair_options(unit: str, index_help: str, backup_help: str) -> Callable:
     """--execute, --index-interval-bytes, --backup-dir, --force, --allow-transitional, --format, --quiet.
@@ -28,7 +30,7 @@ def repair_options(unit: str, index_help: str, backup_help: str) -> Callable:
     """
     options = [
         click.option("--execute", is_flag=True, help="Write the changes. Without it, print the plan and change nothing (exit status 1 when changes are needed)."),
-        click.option("--index-interval-bytes", type=click.IntRange(0, 2147483647), default=4096, show_default=True, metavar="N", help=index_help),
+        click.option("--index-interval-bytes", type=click.IntRange(0, INT32_MAX), default=4096, show_default=True, metavar="N", help=index_help),
         click.option("--backup-dir", type=click.Path(file_okay=False, path_type=str), metavar="DIR", help=backup_help),
         click.option("--force", is_flag=True, help="Skip the .lock check. Only for a copy you know no broker is using."),
         click.option("--allow-transitional", is_flag=True, help="Also repair partition dirs named *-delete, *-future or *-stray."),
