@@ -29,7 +29,7 @@ from __future__ import annotations
 import enum
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Sequence
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch
@@ -49,6 +49,7 @@ __all__ = [
     "ProducerStats",
     "StatsOptions",
     "StatsRun",
+    "combine_stats",
     "compare_checkpoint",
     "iter_stats",
     "partition_stats",
@@ -180,6 +181,8 @@ class PartitionStats:
     trailing_bytes: int
     """Bytes after the last whole batch of a segment that ended in a tail (not corruption)."""
     problems: tuple[Problem, ...]
+    problems_not_listed: int = 0
+    """Problems past ``max_problems``, counted but not kept."""
 
     @property
     def producers_not_listed(self) -> int:
@@ -292,7 +295,7 @@ class _Tally:
 
     __slots__ = ("opts", "batches", "batch_bytes", "records", "unopened", "first_offset", "last", "tmin", "inner_tmin",
                  "tmax", "kinds", "samples", "controls", "crc_bad", "idempotent", "producers", "others", "others_saturated",
-                 "problems", "problems_dropped", "trailing")
+                 "problems", "problems_dropped", "trailing", "segment_flags")
 
     def __init__(self, opts: StatsOptions) -> None:
         self.opts = opts
@@ -316,6 +319,7 @@ class _Tally:
         self.problems: list[Problem] = []
         self.problems_dropped = 0
         self.trailing = 0
+        self.segment_flags = 0  # what the segment being read has reported already
 
     def problem(self, p: Problem) -> None:
         if len(self.problems) < self.opts.max_problems:
@@ -333,6 +337,8 @@ class _Tally:
         # the producer whose batches are being read: its id, its table row, its batch and record counts
         pid_now, row, pid_batches, pid_records, pid_last = -1, None, 0, 0, None
         first = last = None
+        seen: set[int] = set()  # the kinds of batch (magic << 16 | attributes) met in this segment
+        self.segment_flags = 0
         limit = self.opts.max_batch_bytes
         batches = segment.batches() if limit is None else segment.batches(max_batch_bytes=limit)
         reader = _EntryReader(path, batches)
@@ -347,7 +353,8 @@ class _Tally:
                     if run_n:
                         kinds[run_key] = kinds.get(run_key, 0) + run_n
                     run_key, run_n = key, 1
-                    if key not in self.samples:  # a kind of batch not seen before
+                    if key not in seen:  # a kind of batch this segment had not shown yet
+                        seen.add(key)
                         self._new_kind(path, key, b)
                 if magic >= 2:
                     records += count
@@ -480,13 +487,16 @@ class _Tally:
         return b.offset if record is None else record.offset
 
     def _new_kind(self, path: str, key: int, b: Batch) -> None:
-        if b.codec > _LAST_CODEC and not any(s.codec > _LAST_CODEC for s in self.samples.values()):
-            # CompressionType.forId fails on the batch (its header is counted all the same)
+        self.samples.setdefault(key, b)
+        if b.codec > _LAST_CODEC and not self.segment_flags & _CODEC_REPORTED:
+            # CompressionType.forId fails on the batch (its header is counted all the same); the
+            # first of each segment is reported
+            self.segment_flags |= _CODEC_REPORTED
             self.problem(Problem(path, b.position, f"Unknown compression type id: {b.codec}", "unknown_codec"))
-        self.samples[key] = b
 
     def _crc(self, path: str, b: Batch) -> None:
-        if not self.crc_bad:
+        if not self.segment_flags & _CRC_REPORTED:  # the first of each segment is reported
+            self.segment_flags |= _CRC_REPORTED
             which = "CRC-32C" if b.magic >= 2 else "CRC-32"
             self.problem(Problem(path, b.position, f"batch {which} mismatch (stored crc {b.crc}, computed crc {b.computed_crc}); "
                                                    "the counts include this batch and any others like it", "crc_mismatch"))
@@ -532,7 +542,8 @@ def _codec_label(codec: int) -> str:
 
 _LAST_CODEC = max(Codec)  # zstd (4): ids 5-7 name no codec
 _UNKNOWN_BASE = -1  # a segment file named alone whose name is not its base offset
-_NO_PRODUCER_RUN = -2  # below every producer id (-1: none): the next data batch starts a run
+_NO_PRODUCER_RUN = -2
+_CRC_REPORTED, _CODEC_REPORTED = 1, 2  # _Tally.segment_flags  # below every producer id (-1: none): the next data batch starts a run
 
 _MAX_IS_FIRST = TIMESTAMP_TYPE_BIT | DELETE_HORIZON_BIT
 """Attribute bits under which a batch's first record's timestamp is its max timestamp (or, for
@@ -621,8 +632,6 @@ def _stats(path: str, partition: Partition | None, segments: list[Segment], opts
         cps = checkpoints.compare(partition, end_of_last, problems)
     else:
         cps = tuple(CheckpointComparison(n, None, CheckpointState.NOT_COMPARED) for n in CHECKPOINTS)
-    if tally.problems_dropped:
-        problems.append(Problem(path, None, f"{tally.problems_dropped} more problems not listed", "more"))
     return PartitionStats(
         path=path,
         topic=partition.topic if partition is not None else None,
@@ -654,7 +663,95 @@ def _stats(path: str, partition: Partition | None, segments: list[Segment], opts
         checkpoints=cps,
         trailing_bytes=tally.trailing,
         problems=tuple(problems),
+        problems_not_listed=tally.problems_dropped,
     )
+
+
+def combine_stats(parts: Sequence[PartitionStats], partition: Partition | None = None, *,
+                  opts: StatsOptions = StatsOptions(), checkpoints: CheckpointCache | None = None) -> PartitionStats:
+    """One result from the stats of consecutive pieces of a partition, in offset order: what
+    parallel readers give (the Spark source's stats: :func:`segment_stats` of each segment on
+    the executors, combined on the driver), equal to :func:`partition_stats` of the whole.
+
+    With ``partition``, the result is that partition dir's, its log end compared with its log
+    dir's checkpoints. The producers are exact when every piece listed all of its own (give
+    the pieces ``max_producers`` large enough); otherwise a producer listed by one piece may
+    miss the batches another did not list, and the count is a lower bound.
+    """
+    if not parts:
+        raise ValueError("combine_stats needs at least one piece")
+    problems = [p for part in parts for p in part.problems]
+    kept, dropped = problems[:opts.max_problems], len(problems) - opts.max_problems
+    producers: dict[int, ProducerStats] = {}
+    for part in parts:
+        for p in part.producers:
+            before = producers.get(p.producer_id)
+            if before is not None:  # the later piece's epoch; its sequence and offset if it wrote data
+                data = p if p.last_offset >= 0 else before
+                p = ProducerStats(p.producer_id, p.producer_epoch, data.last_sequence, data.last_offset,
+                                  before.batches + p.batches, before.records + p.records)
+            producers[p.producer_id] = p
+    all_listed = all(part.producer_count_exact and not part.producers_not_listed for part in parts)
+    count = len(producers) if all_listed else max(len(producers), *(part.producer_count for part in parts))
+    last = next((part for part in reversed(parts) if part.last_offset is not None), None)
+    early: list[Problem] = []
+    cps = (checkpoints or CheckpointCache()).compare(partition, parts[-1].log_end, early) if partition is not None else \
+        tuple(CheckpointComparison(n, None, CheckpointState.NOT_COMPARED) for n in CHECKPOINTS)
+    lows = [part.min_timestamp for part in parts if part.min_timestamp is not None]
+    highs = [part.max_timestamp for part in parts if part.max_timestamp is not None]
+    return PartitionStats(
+        path=partition.path if partition is not None else parts[0].path,
+        topic=partition.topic if partition is not None else None,
+        partition=partition.partition if partition is not None else None,
+        state=partition.state if partition is not None else None,
+        is_file=partition is None,
+        segments=sum(part.segments for part in parts),
+        bytes=sum(part.bytes for part in parts),
+        batch_bytes=sum(part.batch_bytes for part in parts),
+        batches=sum(part.batches for part in parts),
+        records=sum(part.records for part in parts),
+        unopened_wrappers=sum(part.unopened_wrappers for part in parts),
+        first_offset=next((part.first_offset for part in parts if part.first_offset is not None), None),
+        last_offset=None if last is None else last.last_offset,
+        log_end=parts[-1].log_end,
+        min_timestamp=min(lows) if lows else None,
+        max_timestamp=max(highs) if highs else None,
+        magics=_summed(part.magics for part in parts),
+        codecs=_summed((part.codecs for part in parts), order=_codec_order),
+        timestamp_types=_summed((part.timestamp_types for part in parts), order=_TIMESTAMP_TYPE_ORDER.get),
+        transactional_batches=sum(part.transactional_batches for part in parts),
+        control_batches=sum(part.control_batches for part in parts),
+        control_types=_summed(part.control_types for part in parts),
+        crc_mismatches=sum(part.crc_mismatches for part in parts),
+        producers=tuple(producers.values())[:opts.max_producers],
+        producer_count=count,
+        producer_count_exact=all_listed,
+        idempotent_batches=sum(part.idempotent_batches for part in parts),
+        checkpoints=cps,
+        trailing_bytes=sum(part.trailing_bytes for part in parts),
+        problems=tuple(kept + early),
+        problems_not_listed=max(dropped, 0) + sum(part.problems_not_listed for part in parts),
+    )
+
+
+_TIMESTAMP_TYPE_ORDER = {name: type_id for type_id, name in TIMESTAMP_TYPE_NAMES.items()}
+
+
+def _codec_order(label: str) -> int:
+    """A codec label's id (``unknown(5)``: 5), to keep codecs in id order."""
+    for codec in Codec:
+        if codec_name(codec) == label:
+            return int(codec)
+    return int(label[len("unknown("):-1])
+
+
+def _summed(counts: Iterable[dict], order=None) -> dict:
+    """Counts per key summed over ``counts``, in key order (or ``order(key)``)."""
+    total: dict = {}
+    for c in counts:
+        for k, n in c.items():
+            total[k] = total.get(k, 0) + n
+    return dict(sorted(total.items(), key=(lambda kv: kv[0]) if order is None else (lambda kv: order(kv[0]))))
 
 
 def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: StatsRun | None = None) -> Iterator[PartitionStats]:

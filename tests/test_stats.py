@@ -539,7 +539,7 @@ def test_jsonl_names_and_summary(built: Path) -> None:
         "type", "partitionDir", "topic", "partition", "state", "segments", "bytes", "batchBytes", "trailingBytes",
         "batches", "records", "unopenedWrappers", "firstOffset", "lastOffset", "logEndOffset", "minTimestamp",
         "maxTimestamp", "magics", "codecs", "timestampTypes", "transactionalBatches", "controlBatches", "controlTypes",
-        "crcMismatches", "idempotentBatches", "producers", "checkpoints", "problems"]
+        "crcMismatches", "idempotentBatches", "producers", "checkpoints", "problems", "problemsNotListed"]
     assert first["partitionDir"] == str(built)
     assert first["magics"] == {"1": 2, "2": 5}
     assert list(first["codecs"].items()) == [("none", 5), ("gzip", 2)]  # in codec id order
@@ -619,7 +619,9 @@ def test_problems_are_capped_per_partition(tmp_path: Path) -> None:
         (part / f"{i * 10:020d}.log").write_bytes(v2_batch(i * 10, [1000]) + struct.pack(">qi", i * 10 + 1, 3) + b"\0" * 20)
     s = stats_of(part)
     assert (s.segments, s.batches, s.log_end) == (25, 25, 241)
-    assert len(s.problems) == 21 and s.problems[-1].message == "5 more problems not listed"
+    assert (len(s.problems), s.problems_not_listed) == (20, 5)
+    assert "and 5 more problems not listed" in rs.partition_text(s)
+    assert rs.partition_object(s)["problemsNotListed"] == 5
     assert [p.file for p in s.problems[:20]] == [str(part / f"{i * 10:020d}.log") for i in range(20)]
 
 
@@ -633,3 +635,70 @@ def test_a_marker_larger_than_the_walk_holds_is_not_read_whole(tmp_path: Path) -
     (p,) = s.problems
     assert (p.kind, p.position) == ("batch_too_large", len(v2_batch(0, [1000])))
     assert stats_of(part, max_batch_bytes=len(marker)).control_types == {"COMMIT": 1}
+
+
+def combined(path: Path, **opts) -> st.PartitionStats:
+    """The partition's stats as parallel readers would make them: each segment on its own, then combined."""
+    partition = Partition(str(path))
+    options = st.StatsOptions(**opts)
+    return st.combine_stats([st.segment_stats(seg, options) for seg in partition.segments()], partition, opts=options)
+
+
+@pytest.mark.parametrize("path", partition_dirs(SAMPLE) + REAL_DIRS, ids=lambda p: p.name)
+def test_stats_of_segments_combined_are_the_partitions(path: Path) -> None:
+    for deep in (False, True):
+        assert combined(path, deep=deep) == stats_of(path, deep=deep)
+
+
+def test_combined_stats_of_built_and_damaged_partitions(built: Path, tmp_path: Path) -> None:
+    write_checkpoint(built.parent / "recovery-point-offset-checkpoint", ["audit 3 20"])
+    (built.parent / "replication-offset-checkpoint").write_text("0\n1\naudit x 13\n")
+    assert combined(built) == stats_of(built)
+    assert combined(built).problems[0].kind == "checkpoint"
+    part = tmp_path / "damaged-0"
+    part.mkdir()
+    bad = bytearray(v2_batch(1, [1001]))
+    bad[-3] ^= 1
+    for i in range(25):  # each segment: a good batch, a bad CRC, a corrupt region
+        (part / f"{i * 10:020d}.log").write_bytes(
+            v2_batch(i * 10, [1000], pid=7, epoch=i % 3, seq=i) + struct.pack(">q", i * 10 + 1) + bytes(bad[8:])
+            + struct.pack(">qi", i * 10 + 2, 3) + bytes(20))
+    whole = stats_of(part)
+    assert (whole.crc_mismatches, len(whole.problems), whole.problems_not_listed) == (25, 20, 30)
+    assert combined(part) == whole
+    # more producers than a piece lists: the combined count is a lower bound, never more than the truth
+    many = tmp_path / "many-0"
+    many.mkdir()
+    for seg in range(3):
+        (many / f"{seg * 100:020d}.log").write_bytes(
+            b"".join(v2_batch(seg * 100 + i, [1000], pid=(seg * 7 + i) % 30, epoch=0, seq=0) for i in range(20)))
+    exact = stats_of(many, max_producers=100)
+    assert combined(many, max_producers=100) == exact
+    approx = combined(many, max_producers=5)
+    assert not approx.producer_count_exact and approx.producer_count <= exact.producer_count
+    assert [p.producer_id for p in approx.producers] == [p.producer_id for p in exact.producers][:5]
+
+
+def test_combining_keeps_what_the_earlier_pieces_knew(tmp_path: Path) -> None:
+    part = tmp_path / "pieces-0"
+    part.mkdir()
+    marker = control_batch(0, 30, 0, 1, 1100)
+    garbled = with_crc(marker[:17], marker[21:-12] + b"\x7f" * 12)
+    (part / "00000000000000000000.log").write_bytes(b"")  # empty: the first offset comes from a later piece
+    (part / "00000000000000000005.log").write_bytes(
+        v2_batch(5, [1000, 1001, 1002], codec=1, pid=40, epoch=0, seq=0, txn=True)
+        + b"".join(struct.pack(">q", 8 + i) + garbled[8:] for i in range(22)))  # 22 markers that do not decode
+    (part / "00000000000000000030.log").write_bytes(v2_batch(30, [2000]) + control_batch(31, 40, 1, 0, 2100))
+    whole = stats_of(part)
+    assert (whole.first_offset, whole.problems_not_listed) == (5, 2)
+    # producer 40: its epoch from the last piece's marker, its sequence and last offset from the first piece's data
+    assert whole.producers == (st.ProducerStats(40, 1, 2, 7, 2, 4), st.ProducerStats(30, 0, -1, -1, 22, 22))
+    both = combined(part)
+    assert both == whole
+    assert list(both.codecs) == list(whole.codecs) == ["none", "gzip"]
+    many = tmp_path / "many-0"
+    many.mkdir()
+    for seg in range(3):
+        (many / f"{seg * 100:020d}.log").write_bytes(
+            b"".join(v2_batch(seg * 100 + i, [1000], pid=(seg * 7 + i) % 30, epoch=0, seq=0) for i in range(20)))
+    assert combined(many, max_producers=5).producer_count == 20  # a piece's own count bounds it from below

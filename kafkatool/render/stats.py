@@ -88,6 +88,7 @@ def partition_object(s: PartitionStats) -> dict:
         },
         "checkpoints": {CHECKPOINT_KEYS[c.name]: _checkpoint_object(c) for c in s.checkpoints},
         "problems": [{"file": p.file, "position": p.position, "kind": p.kind, "message": p.message} for p in s.problems],
+        "problemsNotListed": s.problems_not_listed,
     })
     return obj
 
@@ -103,7 +104,7 @@ def summary_object(stats: list[PartitionStats], seconds: float) -> dict:
         "batches": sum(s.batches for s in stats),
         "records": sum(s.records for s in stats),
         "withProblems": sum(1 for s in stats if s.problems),
-        "problems": sum(len(s.problems) for s in stats),
+        "problems": sum(len(s.problems) + s.problems_not_listed for s in stats),
         "seconds": round(seconds, 3),
     }
 
@@ -161,6 +162,10 @@ def _transactions(s: PartitionStats) -> str:
     return text
 
 
+def _more(n: int) -> list[str]:
+    return [f"and {_plural(n, 'more problem')} not listed"] if n else []
+
+
 def _checkpoint(c: CheckpointComparison) -> str:
     if c.state in (CheckpointState.EQUAL, CheckpointState.BEHIND, CheckpointState.AHEAD):
         return f"{c.name} {c.offset}: log end {c.state.value}"
@@ -191,7 +196,7 @@ def partition_text(s: PartitionStats) -> str:
         rows.append(("checkpoints", [_checkpoint(c) for c in s.checkpoints]))
     if s.crc_mismatches:
         rows.append(("crc mismatches", [f"{s.crc_mismatches}"]))
-    rows.append(("problems", [str(p) for p in s.problems] or ["none"]))
+    rows.append(("problems", [str(p) for p in s.problems] + _more(s.problems_not_listed) or ["none"]))
     width = max(len(k) for k, _ in rows) + 1
     out = [f"{name} {head}"]
     for key, values in rows:
@@ -255,7 +260,7 @@ def render_table(console, stats: Iterable[PartitionStats]) -> None:
         producers = "-" if not s.producer_count else (f"{s.producer_count}" if s.producer_count_exact else f">{s.producer_count}")
         checkpoints = "" if s.is_file else _short_checkpoints(s)
         behind = any(c.state is CheckpointState.BEHIND for c in s.checkpoints)
-        problems = "\n".join(str(p) for p in s.problems)
+        problems = "\n".join([str(p) for p in s.problems] + _more(s.problems_not_listed))
         t.add_row(Text(name), Text(offsets), Text(str(s.batches)), Text(records), Text(str(s.bytes)), Text(times),
                   Text(kinds), Text(txn), Text(producers), Text(checkpoints, style="yellow" if behind else ""),
                   Text(problems, style="red" if problems else ""))
