@@ -754,15 +754,67 @@ def _summed(counts: Iterable[dict], order=None) -> dict:
     return dict(sorted(total.items(), key=(lambda kv: kv[0]) if order is None else (lambda kv: order(kv[0]))))
 
 
-def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: StatsRun | None = None) -> Iterator[PartitionStats]:
+def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: StatsRun | None = None, *,
+               jobs: int = 1) -> Iterator[PartitionStats]:
     """The stats of every partition dir (and named segment file) found in ``paths``: files,
     partition dirs, log dirs, directories of log dirs (:func:`~kafkatool.segment.logdir.expand`).
 
     Partition dirs come in the order the search finds them; each log dir's checkpoints are
-    read once. ``run`` collects the named paths that hold nothing to count.
+    read once. ``run`` collects the named paths that hold nothing to count. With ``jobs`` > 1
+    the segments are read in that many processes (:func:`segment_stats` each, combined per
+    partition with :func:`combine_stats`): the same results, in the same order.
     """
     run = run if run is not None else StatsRun()
     checkpoints = CheckpointCache()
+    found = _found(paths, run)
+    if jobs <= 1:
+        for item in found:
+            yield item if isinstance(item, PartitionStats) else _read(item, opts, checkpoints)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_leave_interrupts_to_the_parent)
+    try:
+        pending = []  # (item, its segments' futures), in output order
+        for item in found:
+            if isinstance(item, Partition):
+                try:
+                    segments = item.segments()
+                except KafkaToolError:
+                    segments = []  # partition_stats reports it
+                pending.append((item, [pool.submit(segment_stats, seg, opts) for seg in segments]))
+            elif isinstance(item, Segment):
+                pending.append((item, [pool.submit(segment_stats, item, opts)]))
+            else:
+                pending.append((item, []))
+        for item, futures in pending:
+            if isinstance(item, Partition) and futures:
+                yield combine_stats([f.result() for f in futures], item, opts=opts, checkpoints=checkpoints)
+            elif isinstance(item, Segment):
+                yield futures[0].result()
+            else:
+                yield item if isinstance(item, PartitionStats) else _read(item, opts, checkpoints)
+    finally:
+        # on Ctrl-C, or a reader that stopped early: no waiting for segments nobody will see
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _leave_interrupts_to_the_parent() -> None:
+    """A worker ignores Ctrl-C: the parent reports it once (no traceback per worker)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _read(item: "Partition | Segment", opts: StatsOptions, checkpoints: CheckpointCache) -> PartitionStats:
+    if isinstance(item, Partition):
+        return partition_stats(item, opts, checkpoints=checkpoints)
+    return segment_stats(item, opts)
+
+
+def _found(paths: Iterable[str], run: StatsRun) -> Iterator["Partition | Segment | PartitionStats"]:
+    """What ``paths`` hold to read, in order: partition dirs, segment files named alone, and the
+    results of paths that cannot be read; ``run`` gets the paths that hold nothing."""
     targets = expand(list(paths), descend=_descend)
     found: set[int] = set()  # ids of the named targets something was found in
     for t in targets:
@@ -770,18 +822,15 @@ def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: S
         while top.parent is not None:
             top = top.parent
         if not t.is_dir:
+            found.add(id(top))
             if t.error is not None:
-                found.add(id(top))
                 yield _unreadable(t.path, t.error)
             elif t.path.endswith(".log") and t.type is EntryType.FILE:
-                found.add(id(top))
                 try:
-                    segment = Segment.at(t.path)
+                    yield Segment.at(t.path)
                 except KafkaToolError:  # a copy not named after its base offset: read all the same
-                    segment = Segment.at(t.path, base_offset=_UNKNOWN_BASE)
-                yield segment_stats(segment, opts)
+                    yield Segment.at(t.path, base_offset=_UNKNOWN_BASE)
             else:
-                found.add(id(top))
                 run.not_segments.append(t.path)
             continue
         if t.error is not None:
@@ -791,7 +840,7 @@ def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: S
             continue
         if _is_partition(t):
             found.add(id(top))
-            yield partition_stats(t.partition(), opts, checkpoints=checkpoints)
+            yield t.partition()
         elif _is_log_dir(t):
             found.add(id(top))  # a log dir without partitions is Kafka all the same
     for t in targets:

@@ -702,3 +702,13 @@ def test_combining_keeps_what_the_earlier_pieces_knew(tmp_path: Path) -> None:
         (many / f"{seg * 100:020d}.log").write_bytes(
             b"".join(v2_batch(seg * 100 + i, [1000], pid=(seg * 7 + i) % 30, epoch=0, seq=0) for i in range(20)))
     assert combined(many, max_producers=5).producer_count == 20  # a piece's own count bounds it from below
+
+
+@pytest.mark.skipif(not REAL_DIRS, reason="../shared/fixtures-real is absent")
+def test_jobs_give_the_same_output(built: Path) -> None:
+    write_checkpoint(built.parent / "recovery-point-offset-checkpoint", ["audit 3 20"])
+    paths = [str(SAMPLE), str(REAL), str(built.parent), str(built / "00000000000000000009.log")]
+    one, two = (run("--format", "jsonl", "-q", "--jobs", n, *paths) for n in ("1", "2"))
+    assert one.returncode == two.returncode == 0, one.stderr + two.stderr
+    assert one.stdout.splitlines()[:-1] == two.stdout.splitlines()[:-1] and len(one.stdout.splitlines()) > 30
+    assert run("--jobs", "2", str(built)).stdout == run(str(built)).stdout

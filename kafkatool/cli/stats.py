@@ -23,8 +23,10 @@ from kafkatool.cli.main import ExitCode
                    "(v2 batches carry their count in the header).")
 @click.option("--producers", "max_producers", type=click.IntRange(0, 100_000), default=10, show_default=True, metavar="N",
               help="Producer ids listed per partition, in order of first appearance (all are counted).")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Read the segments in this many processes (the same output, in the same order).")
 @click.option("--quiet", "-q", is_flag=True, help="No summary on stderr.")
-def stats(paths, fmt, deep, max_producers, quiet) -> None:
+def stats(paths, fmt, deep, max_producers, jobs, quiet) -> None:
     """Per partition: the first and last offset and the log end offset, batch and record
     counts, bytes, the time range, magics, codecs and timestamp types, transactional and
     control batches (COMMIT/ABORT markers), the producers (id, epoch, last sequence), and the
@@ -52,7 +54,7 @@ def stats(paths, fmt, deep, max_producers, quiet) -> None:
     started = time.monotonic()
     results = []
     with _progress(fmt == "table" and not quiet and sys.stderr.isatty()) as advance:
-        for s in iter_stats(paths, opts, run):
+        for s in iter_stats(paths, opts, run, jobs=jobs):
             results.append(s)
             advance(s)
             if fmt == "jsonl":
