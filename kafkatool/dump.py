@@ -36,7 +36,7 @@ from kafkatool.segment import txnindex as txn
 from kafkatool.segment.logdir import Target, descend_partition_named, expand
 from kafkatool.segment.walk import SegmentWalker, WalkStop
 
-__all__ = ["DumpOptions", "iter_dump", "normalize_display_path"]
+__all__ = ["DumpOptions", "header_base_offset", "iter_dump", "normalize_display_path"]
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 DEFAULT_MAX_BYTES = INT32_MAX
@@ -90,6 +90,12 @@ class BatchItem(NamedTuple):
     continued: bool = False
     """More records of the batch of the item before (its line is out): a batch's records
     come a few thousand at a time, so memory stays flat whatever its record count."""
+
+
+def header_base_offset(batch: Batch) -> int | None:
+    """A batch's first offset when its header says it: v2, or an uncompressed legacy message;
+    None for a legacy wrapper (its first inner offset is known once decompressed, §5.2)."""
+    return batch.offset if batch.magic >= 2 or not batch.attributes & CODEC_MASK else None
 
 
 class Batches(NamedTuple):
@@ -205,10 +211,6 @@ def absolute_path(path: str) -> str:
     """java.io.File.getAbsolutePath: prefix the working directory, no further cleaning."""
     p = normalize_display_path(path)
     return p if p.startswith("/") else os.path.join(os.getcwd(), p)
-
-
-def _located(err: KafkaToolError, path: str, base: int = 0) -> KafkaToolError:
-    return err.at(path, base)
 
 
 class NothingToDump(KafkaToolError):
@@ -628,7 +630,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                             break
                         if verdict is _SKIP:
                             continue
-                base_offset = batch.offset if magic >= 2 or not attrs & CODEC_MASK else None
+                base_offset = header_base_offset(batch)
                 if not deep:
                     pending.append(BatchItem(display, batch, None, None, base_offset))
                     if len(pending) >= 64:

@@ -27,7 +27,7 @@ def batch_object(path: str, b: Batch, base_offset: int | None) -> dict:
         "position": b.position,
         "size": b.size,
         # a legacy wrapper's baseOffset is its first inner offset: known only once decompressed
-        "baseOffset": base_offset if base_offset is not None else (b.offset if b.magic >= 2 or not b.codec else None),
+        "baseOffset": base_offset if base_offset is not None else d.header_base_offset(b),
         "lastOffset": b.last_offset,
         "count": b.count,
         "magic": b.magic,
