@@ -20,13 +20,13 @@ from typing import Iterator, NamedTuple
 from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import Batch, Record
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
-from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, INT32_MAX, LEGACY, V2
 from kafkatool.record.control import (
     ControlType,
     decode_control_key,
     decode_end_txn_marker,
     decode_kraft_control,
 )
+from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, INT32_MAX, LEGACY, V2
 from kafkatool.record.records import batch_record_chunks
 from kafkatool.segment import checkpoint as ckpt
 from kafkatool.segment import files as names
