@@ -51,9 +51,11 @@ __all__ = [
     "StatsRun",
     "combine_stats",
     "compare_checkpoint",
+    "find_targets",
     "iter_stats",
     "partition_stats",
     "segment_stats",
+    "stats_of",
 ]
 
 #: The log dir's offset checkpoints a partition's log end is compared with (spec §11.3), in the order shown.
@@ -759,14 +761,31 @@ def iter_stats(paths: Iterable[str], opts: StatsOptions = StatsOptions(), run: S
     """The stats of every partition dir (and named segment file) found in ``paths``: files,
     partition dirs, log dirs, directories of log dirs (:func:`~kafkatool.segment.logdir.expand`).
 
-    Partition dirs come in the order the search finds them; each log dir's checkpoints are
-    read once. ``run`` collects the named paths that hold nothing to count. With ``jobs`` > 1
-    the segments are read in that many processes (:func:`segment_stats` each, combined per
-    partition with :func:`combine_stats`): the same results, in the same order.
+    :func:`find_targets` then :func:`stats_of`; ``run`` (when given) gets the paths that hold
+    nothing to count.
     """
-    run = run if run is not None else StatsRun()
+    found, what = find_targets(paths)
+    if run is not None:
+        run.nothing.extend(what.nothing)
+        run.not_segments.extend(what.not_segments)
+    return stats_of(found, opts, jobs=jobs)
+
+
+def find_targets(paths: Iterable[str]) -> tuple[list["Partition | Segment | PartitionStats"], StatsRun]:
+    """What ``paths`` hold to read, in the order the search finds it: partition dirs, segment
+    files named alone, and (as results with a problem) paths that cannot be read; and the
+    named paths that hold nothing to count. Only directory listings are read."""
+    run = StatsRun()
+    return list(_found(paths, run)), run
+
+
+def stats_of(found: Iterable["Partition | Segment | PartitionStats"], opts: StatsOptions = StatsOptions(), *,
+             jobs: int = 1) -> Iterator[PartitionStats]:
+    """The stats of each of ``found`` (:func:`find_targets`), in order; each log dir's
+    checkpoints are read once. With ``jobs`` > 1 the segments are read in that many processes
+    (:func:`segment_stats` each, combined per partition with :func:`combine_stats`): the same
+    results, in the same order."""
     checkpoints = CheckpointCache()
-    found = _found(paths, run)
     if jobs <= 1:
         for item in found:
             yield item if isinstance(item, PartitionStats) else _read(item, opts, checkpoints)

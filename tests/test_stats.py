@@ -520,8 +520,9 @@ def test_a_marker_or_a_wrapper_that_does_not_decode_is_a_problem(tmp_path: Path)
 
 
 def test_usage_errors_exit_2(built: Path, tmp_path: Path) -> None:
-    r = run(str(built / "00000000000000000020.index"))
+    r = run(str(built), str(built / "00000000000000000020.index"))
     assert r.returncode == 2 and "not a segment file" in r.stderr
+    assert r.stdout == ""  # refused before anything is read, as verify does
     empty = tmp_path / "nothing"
     empty.mkdir()
     r = run(str(empty))

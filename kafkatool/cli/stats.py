@@ -42,33 +42,32 @@ def stats(paths, fmt, deep, max_producers, jobs, quiet) -> None:
     """
     from kafkatool.cli.options import json_lines_stream, safe_text_stream
     from kafkatool.render import stats as render
-    from kafkatool.stats import StatsOptions, StatsRun, iter_stats
+    from kafkatool.stats import StatsOptions, find_targets, stats_of
 
-    out = sys.stdout
-    if fmt == "jsonl":
-        json_lines_stream(out)
-    else:
-        safe_text_stream(out)
-    opts = StatsOptions(deep=deep, max_producers=max_producers)
-    run = StatsRun()
-    started = time.monotonic()
-    results = []
-    with _progress(fmt == "table" and not quiet and sys.stderr.isatty()) as advance:
-        for s in iter_stats(paths, opts, run, jobs=jobs):
-            results.append(s)
-            advance(s)
-            if fmt == "jsonl":
-                out.write(render.dumps(render.partition_object(s)) + "\n")
-            elif fmt == "text":
-                out.write(("\n" if len(results) > 1 else "") + render.partition_text(s))
-    if run.not_segments or run.nothing:
-        out.flush()
+    found, run = find_targets(paths)
+    if run.not_segments or run.nothing:  # before anything is read, as verify does
         for p in run.not_segments:
             sys.stderr.write(f"kafkatool: error: {p}: not a segment file (stats reads .log files, partition dirs "
                              "and log dirs)\n")
         for p in run.nothing:
             sys.stderr.write(f"kafkatool: error: {p}: nothing Kafka found here (no partition directory or segment)\n")
         sys.exit(ExitCode.USAGE)
+    out = sys.stdout
+    if fmt == "jsonl":
+        json_lines_stream(out)
+    else:
+        safe_text_stream(out)
+    opts = StatsOptions(deep=deep, max_producers=max_producers)
+    started = time.monotonic()
+    results = []
+    with _progress(fmt == "table" and not quiet and sys.stderr.isatty()) as advance:
+        for s in stats_of(found, opts, jobs=jobs):
+            results.append(s)
+            advance(s)
+            if fmt == "jsonl":
+                out.write(render.dumps(render.partition_object(s)) + "\n")
+            elif fmt == "text":
+                out.write(("\n" if len(results) > 1 else "") + render.partition_text(s))
     seconds = time.monotonic() - started
     if fmt == "jsonl":
         out.write(render.dumps(render.summary_object(results, seconds)) + "\n")
