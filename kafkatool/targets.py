@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from kafkatool.segment import files as names
+from kafkatool.segment.logdir import Entry, Target, expand
 from kafkatool.safety.exchange import is_staging_dir
 
 
@@ -82,6 +83,23 @@ def _unloadable_name(name: str) -> bool:
     return names.java_parse_int(name.split(".", 1)[0], 64) is None
 
 
+def _files(t: Target) -> list[str]:
+    """The names in a directory's listing that are not directories themselves (a symbolic link
+    to one is a file here: it is never searched)."""
+    return [e.name for e in t.entries if not (e.is_dir and not e.is_symlink)]
+
+
+def _descend(t: Target, entry: Entry) -> bool:
+    """Search a subdirectory of ``t``: a real directory (not a symbolic link), below a directory
+    that is none of a partition dir (:func:`_holds_segments`), an interrupted run's staging dir
+    or a kafkatool backup dir found below the named path."""
+    if entry.is_symlink:
+        return False
+    if not t.named and (is_staging_dir(t.path) or _is_backup_dir([e.name for e in t.entries])):
+        return False
+    return not _holds_segments(t.path, _files(t))
+
+
 def scan_targets(paths: Iterable[str], *, allow_transitional: bool = True) -> Targets:
     """The segments named by ``paths`` (segment or side files, partition dirs, log dirs, directories
     of log dirs, searched recursively without following symbolic links below the named paths), and
@@ -137,37 +155,28 @@ def scan_targets(paths: Iterable[str], *, allow_transitional: bool = True) -> Ta
                 else:
                     problems.append(TargetProblem(p, "skipped", "not a 20-digit segment name; not indexed"))
 
-    def walk(d: str, named: bool) -> None:
-        try:
-            entries = sorted(os.listdir(d))
-        except OSError as e:
-            problems.append(TargetProblem(d, "unreadable", f"cannot list the directory: {e.strerror or e}"))
-            return
-        counts[0] += 1
-        if is_staging_dir(d) and not named:
-            return  # an interrupted run's staging dir: the plan of its partition removes it
-        if not named and _is_backup_dir(entries):
-            problems.append(TargetProblem(d, "skipped", "a kafkatool backup dir (copies, not live segments)"))
-            return
-        subdirs = []
-        files = []
-        for n in entries:
-            try:
-                is_dir = stat.S_ISDIR(os.lstat(os.path.join(d, n)).st_mode)
-            except OSError:
+    def search(d: str) -> None:
+        """A named directory and every directory below it (the log-dir model's :func:`expand`,
+        pre-order, name order, symbolic links below it not followed)."""
+        for t in expand([d], descend=_descend):
+            if t.error is not None:
+                problems.append(TargetProblem(t.path, "unreadable", t.error.message))
                 continue
-            (subdirs if is_dir else files).append(n)
-        counts[1] += len(files)
-        if _holds_segments(d, files):
-            partition(d, files, named)
-            return
-        for n in subdirs:
-            walk(os.path.join(d, n), False)
+            counts[0] += 1
+            if is_staging_dir(t.path) and not t.named:
+                continue  # an interrupted run's staging dir: the plan of its partition removes it
+            if not t.named and _is_backup_dir([e.name for e in t.entries]):
+                problems.append(TargetProblem(t.path, "skipped", "a kafkatool backup dir (copies, not live segments)"))
+                continue
+            files = _files(t)
+            counts[1] += len(files)
+            if _holds_segments(t.path, files):
+                partition(t.path, files, t.named)
 
     for raw in paths:
         path = os.path.abspath(raw)
         if os.path.isdir(path):
-            walk(os.path.realpath(path), True)
+            search(os.path.realpath(path))
             continue
         if not os.path.lexists(path) or not os.path.exists(path):
             problems.append(TargetProblem(path, "usage", "does not exist" if not os.path.lexists(path)

@@ -387,7 +387,15 @@ def test_one_unreadable_partition_dir_is_reported_and_the_rest_done(run, tmp_pat
             raise PermissionError(13, "Permission denied", path)
         return real_listdir(path)
 
+    real_scandir = os.scandir
+
+    def scandir(path="."):  # the log-dir model lists with scandir
+        if os.fspath(path) == locked:
+            raise PermissionError(13, "Permission denied", path)
+        return real_scandir(path)
+
     monkeypatch.setattr(os, "listdir", listdir)
+    monkeypatch.setattr(os, "scandir", scandir)
     r = run("reindex", "--execute", "--backup-dir", str(tmp_path / "bk"), str(logdir))
     assert r.code == 1, r
     assert f"{locked}: cannot list the directory: Permission denied" in r.out
