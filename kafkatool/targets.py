@@ -80,7 +80,7 @@ def _is_backup_dir(entries: Sequence[str]) -> bool:
 
 def _unloadable_name(name: str) -> bool:
     """A ``*.log`` Kafka's loader cannot parse (``Long.parseLong`` of the name up to the first ``.``)."""
-    return names.java_parse_int(name.split(".", 1)[0], 64) is None
+    return names.java_parse_int(names.sibling(name, ""), 64) is None
 
 
 def _files(t: Target) -> list[str]:

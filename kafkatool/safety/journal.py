@@ -33,6 +33,7 @@ import shlex
 import stat
 from typing import Sequence
 from kafkatool.safety.backup import Backup
+from kafkatool.segment import files as names
 from kafkatool.safety.durable import JOURNAL_SUFFIX, PartitionRefused, RepairError, TEMP_SUFFIX, fault_point, fsync_dir
 from kafkatool.safety.exchange import naming, new_file, stage_file, stat_or_none, unlink_all
 
@@ -101,7 +102,7 @@ def replace_files(
     directory = os.path.dirname(os.path.abspath(items[0][0]))
     if any(os.path.dirname(os.path.abspath(p)) != directory for p, _ in items):
         raise RepairError("replace_files needs files of a single directory", path=directory)
-    prefix = journal_prefix or os.path.basename(items[0][0]).split(".", 1)[0]
+    prefix = journal_prefix or names.sibling(os.path.basename(items[0][0]), "")  # the name up to its first "."
     like = dict(like or {})
     with backup.batch():  # one manifest write for all of them: nothing is replaced before it is on disk
         for path, data in items:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from kafkatool.segment import files as names
 from kafkatool.safety.durable import JOURNAL_SUFFIX, TEMP_SUFFIX
 from kafkatool.safety.exchange import find_staging_dirs
 from kafkatool.safety.journal import journal_temps
@@ -45,7 +46,7 @@ def find_pending_state(partition_dir: str) -> list[tuple[str, str]]:
             out.append((p, "truncate journal: an interrupted `kafkatool truncate --execute` committed it; "
                            "`kafkatool truncate --execute` on this partition dir completes it"))
             pending.update(dict.fromkeys(journal_temps(p), "truncate"))
-        elif n[: -len(JOURNAL_SUFFIX)].split(".", 1)[0].isdigit():
+        elif names.sibling(n, "").isdigit():  # <base offset>.kafkatool-journal
             out.append((p, "reindex journal: an interrupted `kafkatool reindex --execute` committed it; "
                            "the next `kafkatool reindex --execute` rebuilds the files and removes it"))
         else:
