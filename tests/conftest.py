@@ -4,7 +4,7 @@ Two kinds of tests depend on what is on the machine: the real-file tests need th
 files of ``../shared/fixtures-real`` (or ``KAFKATOOL_REAL_FIXTURES=DIR``), the compiled-path tests
 need the C extension. Without them those tests skip, and the run ends with one line per kind
 saying so and why. Under CI (the environment variable ``CI`` set, as CI services do) a skip is not
-enough: the run stops at start-up when either is missing (unless ``KAFKATOOL_PURE_PYTHON`` switched
+enough: the run stops at start-up when either is missing (unless ``KAFKATOOL_PURE`` switched
 the extension off on purpose), and a single missing real file fails its test.
 """
 
@@ -93,7 +93,7 @@ def _extension() -> tuple[bool, str]:
 def _purposely_pure() -> bool:
     from kafkatool.record import speedups
 
-    return os.environ.get(speedups.ENV_VAR, "").strip() not in ("", "0")
+    return speedups.switched_off_by() is not None
 
 
 def pytest_report_header(config):

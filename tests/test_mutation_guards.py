@@ -54,7 +54,7 @@ from pathlib import Path
 import pytest
 
 import kafkatool.repair as repair_module
-import kafkatool.verify as verify_module
+import kafkatool.verify.workers as verify_workers
 from conftest import FIXTURES
 from kafkatool.dump import DumpOptions, TimeIndexProblems, iter_dump
 from kafkatool.record.control import ControlType, encode_control_key, encode_end_txn_marker
@@ -82,7 +82,7 @@ def impl(request, monkeypatch):
     """Run the test with the compiled loops (``_speedups``), then with the pure-Python ones."""
     if request.param == "python":
         monkeypatch.setattr(repair_module, "_index_v2", None)
-        monkeypatch.setattr(verify_module, "_scan_v2", None)
+        monkeypatch.setattr(verify_workers, "scan_v2", None)
         monkeypatch.setattr(walk_module, "_fast_walk", None)
     elif repair_module._index_v2 is None:
         pytest.skip("the compiled extension is not built")
