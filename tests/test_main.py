@@ -119,7 +119,7 @@ def test_exit_code_130_is_documented() -> None:
 
     assert ExitCode.INTERRUPTED == 130
     page = (REPO / "man" / "kafkatool.1").read_text(encoding="utf-8")
-    assert ".TP\n\\fB130\\fR\nInterrupted" in page
+    assert ".TP\n.B \\fB130\\fP\nInterrupted" in page  # docutils' manpage writer: a bold term
 
 
 # --------------------------------------------------------------------------- OS errors
