@@ -169,7 +169,7 @@ class Scanner:
         self.state = ScanState(part, facts, base)
         self.bad_regions: list[tuple[int, int]] = []  # (finding index, good batches before it)
         self.reported = 0
-        self._shared_batches = 0  # state.batches when the state was last handed to the compiled scan
+        self._shared_batches = 0  # state.batches at the last share() or take()
 
     def share(self) -> None:
         """Copy what :meth:`run` keeps on the partition and the segment into :attr:`state`,
@@ -183,9 +183,10 @@ class Scanner:
         """Copy what the compiled scan changed in :attr:`state` out to the partition and the segment."""
         st, facts = self.state, self.facts
         self.part.last_offset = st.prev_last
-        if st.prev_last is not None and st.batches != self._shared_batches:
+        if st.prev_last is not None and st.batches != self._shared_batches:  # it walked batches of this segment
             facts.last_offset = st.prev_last
         facts.first_offset, facts.first_last = st.first_offset, st.first_last
+        self._shared_batches = st.batches
 
     def run(self, walker, throttled: bool = True) -> None:
         """Check every ``(batch, data)`` of ``walker`` (a :class:`SegmentWalker` or any iterable of them)."""

@@ -13,6 +13,7 @@ __all__ = ["check_records", "error_kind"]
 
 
 def check_records(b: Batch, data, path: str, index: int, out: list[Finding], opts: VerifyOptions) -> None:
+    """The record checks of one batch (``--deep``); findings are appended to ``out``."""
     from kafkatool.record.records import batch_record_chunks
 
     pos = b.position

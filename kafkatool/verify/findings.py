@@ -137,7 +137,7 @@ class FindingAdder:
         self.b = b
         self.index = index
 
-    def __call__(self, kind: str, message: str, expected=None, found=None, position=None, length=None) -> None:
+    def __call__(self, kind: FindingKind, message: str, expected=None, found=None, position=None, length=None) -> None:
         b = self.b
         if position is None:
             position = b.position

@@ -22,6 +22,8 @@ __all__ = ["verify_log"]
 
 
 def verify_log(t: Target, opts: VerifyOptions, part: PartitionFacts, present: set[str]) -> Iterator[Finding | FileSummary]:
+    """Check one segment: its findings, then its summary. What later files need (offsets,
+    epochs, the batches its index files name) is left in ``part``."""
     path = t.path
     name = os.path.basename(path)
     size = os.path.getsize(path)

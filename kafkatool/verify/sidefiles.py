@@ -19,6 +19,9 @@ __all__ = ["verify_side_file"]
 
 
 def verify_side_file(t: Target, opts: VerifyOptions, part: PartitionFacts, present: set[str]) -> Iterator[Finding | FileSummary]:
+    """Check a file of a partition that is not a ``.log``: its findings, then its summary. A segment's
+    index files are checked against the facts its walk left in ``part``; ``present`` is what the
+    partition dir holds."""
     from kafkatool.segment import checkpoint as ckpt
 
     path = t.path
