@@ -28,6 +28,8 @@ __all__ = ["walk_as_recovery", "describe_stop"]
 
 
 def describe_stop(walker: SegmentWalker, reason: str | None, position: int) -> str | None:
+    """Why a walk ended before the end of its segment: ``reason`` (the batch recovery refused),
+    else the walker's error, else a partial tail after ``position``; None when it reached the end."""
     if reason is not None:
         return reason
     if walker.stop is WalkStop.ERROR and walker.error is not None:
