@@ -7,8 +7,9 @@ writes with the pieces here, and with nothing else:
 * :mod:`~kafkatool.safety.lock` — :class:`LogDirLock` refuses to touch a log dir a live
   broker holds (a POSIX ``fcntl`` lock on ``<logdir>/.lock``, held for the whole write);
 * :mod:`~kafkatool.safety.backup` — :class:`Backup` keeps every byte a command removes or
-  replaces, outside the log dir, with a ``MANIFEST.json``, a ``RESTORE.txt`` and a
-  ``SHA256SUMS``; :class:`TruncateBackup` adds removed byte ranges and whole moved files;
+  replaces, outside the log dir, with a ``MANIFEST.json`` (:mod:`~kafkatool.safety.manifest`),
+  a ``RESTORE.txt`` and a ``SHA256SUMS`` (:mod:`~kafkatool.safety.restore_script`);
+  :class:`TruncateBackup` adds removed byte ranges and whole moved files;
 * :mod:`~kafkatool.safety.exchange` — :func:`exchange_partition` builds the partition dir's
   new state beside it and switches the two in one ``renameat2(RENAME_EXCHANGE)``;
 * :mod:`~kafkatool.safety.journal` — the fallback when the exchange cannot be used: temp
@@ -48,27 +49,23 @@ from kafkatool.safety.durable import (
     write_error,
 )
 from kafkatool.safety.lock import LogDirLock, describe_pid, lock_holder
-from kafkatool.safety.backup import (
+from kafkatool.safety.manifest import (
     ACTIONS,
     DIR_MODE,
     MANIFEST,
     MANIFEST_FORMAT,
     RESTORE_SCRIPT,
     SUMS,
-    Backup,
     BackupEntry,
-    BackupLocationError,
     FileState,
     Manifest,
     Piece,
-    TruncateBackup,
-    check_backup_location,
-    default_backup_dir,
+    mode_text,
     parse_manifest,
     read_manifest,
-    render_restore_script,
-    render_sums,
 )
+from kafkatool.safety.restore_script import render_restore_script, render_sums
+from kafkatool.safety.backup import Backup, BackupLocationError, TruncateBackup, check_backup_location, default_backup_dir
 from kafkatool.safety.exchange import (
     NO_EXCHANGE_ENV,
     STAGING_TAG,
@@ -124,7 +121,7 @@ __all__ = [
     # backup
     "ACTIONS", "DIR_MODE", "MANIFEST", "MANIFEST_FORMAT", "RESTORE_SCRIPT", "SUMS", "Backup", "BackupEntry",
     "BackupLocationError", "FileState", "Manifest", "Piece", "TruncateBackup", "check_backup_location",
-    "default_backup_dir", "parse_manifest", "read_manifest", "render_restore_script", "render_sums",
+    "default_backup_dir", "mode_text", "parse_manifest", "read_manifest", "render_restore_script", "render_sums",
     # exchange
     "NO_EXCHANGE_ENV", "STAGING_TAG", "ExchangeUnavailable", "exchange_dirs", "exchange_partition",
     "exchange_unavailable", "find_staging_dirs", "is_staging_dir", "link_or_copy", "naming", "new_file",

@@ -1,5 +1,6 @@
 """Backups: every byte a command removes or replaces, kept outside the log dir with a
-``MANIFEST.json``, a ``RESTORE.txt`` (``sh -e``) and a ``SHA256SUMS``."""
+``MANIFEST.json`` (:mod:`~kafkatool.safety.manifest`), a ``RESTORE.txt`` and a ``SHA256SUMS``
+(:mod:`~kafkatool.safety.restore_script`)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,8 @@ import fcntl
 import hashlib
 import json
 import os
-import shlex
 import stat
 import time
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from kafkatool.segment import files as names
@@ -29,22 +28,23 @@ from kafkatool.safety.durable import (
     write_all,
     write_error,
 )
+from kafkatool.safety.manifest import (
+    DIR_MODE,
+    MANIFEST,
+    MANIFEST_FORMAT,
+    RESTORE_SCRIPT,
+    SUMS,
+    BackupEntry,
+    FileState,
+    Piece,
+    mode_text,
+    parse_manifest,
+)
+from kafkatool.safety.restore_script import render_restore_script, render_sums
 
 
 # ----------------------------------------------------------------------------- backups
 
-
-MANIFEST = "MANIFEST.json"
-"""The backup's index: every file a command changed, how to get the original back, and checksums."""
-RESTORE_SCRIPT = "RESTORE.txt"
-"""A shell script (``sh -e RESTORE.txt``) that puts everything back without kafkatool."""
-SUMS = "SHA256SUMS"
-"""``sha256sum -c`` input for the originals, paths relative to the log dir."""
-MANIFEST_FORMAT = 2
-"""Format 2: whole-file sha256 of every original and result, paths relative to the log dir, owner and mode."""
-DIR_MODE = 0o700
-"""A backup holds a partition's records: only its owner may read it."""
-_RESERVED_NAMES = (MANIFEST, RESTORE_SCRIPT, SUMS)
 
 
 def default_backup_dir(log_dir: str, now: float | None = None) -> str:
@@ -100,207 +100,6 @@ def check_backup_location(backup_dir: str, log_dirs: Iterable[str]) -> None:
             "Choose a --backup-dir outside the log dir",
             path=given,
         )
-
-
-def _mode_text(mode: int) -> str:
-    return f"{mode & 0o7777:04o}"
-
-
-@dataclass(frozen=True, slots=True)
-class FileState:
-    """A file's bytes by size and whole-file sha256; for an original also its owner, mode and mtime."""
-
-    size: int
-    sha256: str
-    mode: int | None = None
-    uid: int | None = None
-    gid: int | None = None
-    mtime_ns: int | None = None
-
-    @classmethod
-    def of(cls, st: os.stat_result, sha256: str, size: int | None = None) -> "FileState":
-        return cls(st.st_size if size is None else size, sha256, st.st_mode & 0o7777, st.st_uid, st.st_gid,
-                   st.st_mtime_ns)
-
-    def to_json(self) -> dict:
-        obj: dict = {"size": self.size, "sha256": self.sha256}
-        if self.mode is not None:
-            obj.update(mode=_mode_text(self.mode), uid=self.uid, gid=self.gid, mtimeNs=self.mtime_ns)
-        return obj
-
-    @classmethod
-    def from_json(cls, obj: dict | None) -> "FileState | None":
-        if obj is None:
-            return None
-        mode = obj.get("mode")
-        state = cls(int(obj["size"]), _sha(obj["sha256"]), None if mode is None else int(str(mode), 8),
-                    _opt_int(obj.get("uid")), _opt_int(obj.get("gid")), _opt_int(obj.get("mtimeNs"), negative=True))
-        if state.size < 0 or (state.mode is not None and not 0 <= state.mode <= 0o7777):
-            raise ValueError(f"a size {state.size} or mode {mode!r} out of range")
-        return state
-
-
-def _sha(value: object) -> str:
-    text = str(value)
-    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
-        raise ValueError(f"{text!r} is not a sha256")
-    return text
-
-
-def _opt_int(value: object, *, negative: bool = False) -> int | None:
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool) or (value < 0 and not negative):
-        raise ValueError(f"{value!r} is not a whole number" + ("" if negative else " >= 0"))
-    return value
-
-
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """A removed byte range ``[start, end)`` of an original ``.log``, kept in the backup as ``file``."""
-
-    start: int
-    end: int
-    file: str
-    sha256: str
-    reason: str = ""
-
-    def to_json(self) -> dict:
-        return {"start": self.start, "end": self.end, "file": self.file, "sha256": self.sha256, "reason": self.reason}
-
-    @classmethod
-    def from_json(cls, obj: dict) -> "Piece":
-        return cls(int(obj["start"]), int(obj["end"]), _two_names(obj["file"]), _sha(obj["sha256"]),
-                   str(obj.get("reason", "")))
-
-
-ACTIONS = ("rewritten", "created", "removed", "moved", "cut")
-"""What a command did to a file: ``rewritten`` (the original is kept whole as ``backupFile``),
-``created`` (there was none), ``removed`` / ``moved`` (the original is ``backupFile``, nothing
-is left in its place), ``cut`` (byte ranges removed from a ``.log``, kept as ``pieces``)."""
-
-
-@dataclass
-class BackupEntry:
-    """One file a command changed: MANIFEST.json's ``files`` entry.
-
-    ``path`` is relative to ``log_dir`` (the real log dir when the backup was taken), so a
-    restore still works when the mount moved; ``original``/``result`` give the whole file's
-    size and sha256 before and after (None: there was no file, or none is left).
-    """
-
-    action: str
-    log_dir: str
-    path: str
-    reason: str = ""
-    original: FileState | None = None
-    result: FileState | None = None
-    backup_file: str | None = None
-    pieces: tuple[Piece, ...] = ()
-    seq: int = 0
-    run: str = ""
-    tool: str = ""
-
-    @property
-    def original_path(self) -> str:
-        return os.path.join(self.log_dir, self.path)
-
-    def to_json(self) -> dict:
-        obj = {
-            "seq": self.seq, "run": self.run, "tool": self.tool, "action": self.action,
-            "logDir": self.log_dir, "path": self.path, "originalPath": self.original_path, "reason": self.reason,
-            "original": None if self.original is None else self.original.to_json(),
-            "result": None if self.result is None else self.result.to_json(),
-            "backupFile": self.backup_file,
-        }
-        if self.action == "cut":
-            obj["pieces"] = [p.to_json() for p in self.pieces]
-        return obj
-
-    @classmethod
-    def from_json(cls, obj: dict) -> "BackupEntry":
-        """An entry of MANIFEST.json, checked: a restore writes where it says, so every path must
-        stay where it belongs (``<partition dir>/<file>`` below the log dir and the backup dir)."""
-        action = obj["action"]
-        if action not in ACTIONS:
-            raise ValueError(f"unknown action {action!r}")
-        entry = cls(action, str(obj["logDir"]), _two_names(obj["path"]), str(obj.get("reason", "")),
-                    FileState.from_json(obj.get("original")), FileState.from_json(obj.get("result")),
-                    None if obj.get("backupFile") is None else _two_names(obj["backupFile"]),
-                    tuple(Piece.from_json(p) for p in obj.get("pieces", ())),
-                    int(obj["seq"]), str(obj.get("run", "")), str(obj.get("tool", "")))
-        if not os.path.isabs(entry.log_dir):
-            raise ValueError(f"logDir {entry.log_dir!r} is not absolute")
-        if action == "cut":
-            if entry.original is None or entry.result is None or not entry.pieces:
-                raise ValueError(f"a cut of {entry.path} without its original, result or pieces")
-            pos = removed = 0
-            for piece in sorted(entry.pieces, key=lambda x: x.start):
-                if piece.start < pos or piece.end <= piece.start or piece.end > entry.original.size:
-                    raise ValueError(f"a piece [{piece.start}, {piece.end}) of {entry.path} out of order or range")
-                pos = piece.end
-                removed += piece.end - piece.start
-            if entry.original.size - removed != entry.result.size:
-                raise ValueError(f"the pieces of {entry.path} do not add up to its original size")
-        return entry
-
-
-def _two_names(value: object) -> str:
-    """``dir/name``: exactly two plain names (no ``..``, no absolute path), as MANIFEST.json writes them."""
-    text = str(value)
-    parts = text.split(os.sep)
-    if len(parts) != 2 or any(p in ("", ".", "..") or "\0" in p for p in parts):
-        raise ValueError(f"the path {text!r} is not <directory>/<file>")
-    return text
-
-
-@dataclass(frozen=True, slots=True)
-class Manifest:
-    """A parsed MANIFEST.json: its runs and its entries in the order they were recorded."""
-
-    root: str
-    runs: tuple[dict, ...]
-    entries: tuple[BackupEntry, ...]
-
-    @property
-    def log_dirs(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(e.log_dir for e in self.entries))
-
-
-def parse_manifest(data: bytes, root: str) -> Manifest:
-    """MANIFEST.json's bytes as a :class:`Manifest`; a :class:`RepairError` naming the file when it
-    is not a format-2 kafkatool manifest."""
-    path = os.path.join(root, MANIFEST)
-    try:
-        obj = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise RepairError(f"not valid JSON ({e}): a damaged backup?", path=path) from None
-    if not isinstance(obj, dict) or "files" not in obj:
-        raise RepairError("not a kafkatool MANIFEST.json", path=path)
-    if obj.get("format") != MANIFEST_FORMAT:
-        raise RepairError(
-            f"written by an older kafkatool (format {obj.get('format', 1)}, this one reads {MANIFEST_FORMAT}); "
-            "restore it with its RESTORE.txt (sh -e RESTORE.txt), and choose a new backup dir", path=path)
-    try:
-        entries = tuple(sorted((BackupEntry.from_json(e) for e in obj["files"]), key=lambda e: e.seq))
-    except (KeyError, TypeError, ValueError) as e:
-        raise RepairError(f"a malformed entry ({e!r})", path=path) from None
-    return Manifest(root, tuple(obj.get("runs", ())), entries)
-
-
-def read_manifest(backup_dir: str) -> Manifest:
-    """Read ``<backup_dir>/MANIFEST.json`` (a symlink is not followed)."""
-    root = os.path.abspath(backup_dir)
-    path = os.path.join(root, MANIFEST)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        raise RepairError("no MANIFEST.json here: not a kafkatool backup dir, or a backup that "
-                          "never got its first file", path=root) from None
-    except OSError as e:
-        raise RepairError(f"cannot read: {e.strerror}", path=path) from None
-    with os.fdopen(fd, "rb") as f:
-        return parse_manifest(f.read(), root)
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -365,7 +164,7 @@ class Backup:
             if st.st_mode & 0o022 and not st.st_mode & stat.S_ISVTX:
                 os.close(fd)
                 raise BackupLocationError(
-                    f"refusing a backup dir that others can write to (mode {_mode_text(st.st_mode)}): "
+                    f"refusing a backup dir that others can write to (mode {mode_text(st.st_mode)}): "
                     "they could change the backup; chmod go-w it or choose another", path=self.root)
             if not existed:
                 fsync_dir(os.path.dirname(self.root))
@@ -400,7 +199,7 @@ class Backup:
                 os.close(fd)
                 raise BackupLocationError(
                     f"refusing: this directory of the backup dir belongs to uid {st.st_uid} (mode "
-                    f"{_mode_text(st.st_mode)}), who could change the backup", path=where)
+                    f"{mode_text(st.st_mode)}), who could change the backup", path=where)
         else:
             fsync_dir(self.root)
         self._subdirs[name] = fd
@@ -765,170 +564,3 @@ class TruncateBackup(Backup):
             entry = self._record(BackupEntry("moved", log_dir, rel, reason, FileState.of(st, digest.hexdigest()),
                                              None, os.path.join(part, name)))
         return entry, os.path.join(self.root, part, name)
-
-
-# ----------------------------------------------------------------------------- RESTORE.txt and SHA256SUMS
-
-_SPLICE = r"""
-import hashlib, os, sys
-def digest(path):
-    h, n = hashlib.sha256(), 0
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b); n += len(b)
-    return n, h.hexdigest()
-a = sys.argv[1:]
-target, orig, left, mtime = a[0], (int(a[1]), a[2]), (int(a[3]), a[4]), int(a[5])
-pieces = [(int(a[i]), int(a[i + 1]), a[i + 2], a[i + 3]) for i in range(6, len(a), 4)]
-now = digest(target)
-if now == orig:
-    print("already the original: " + target); sys.exit(0)
-if now != left:
-    sys.exit("refusing: %s is neither the original nor what kafkatool left (%d bytes, sha256 %s)" % (target, now[0], now[1]))
-for start, end, piece, sha in pieces:
-    if digest(piece) != (end - start, sha):
-        sys.exit("refusing: the backup piece %s does not match its sha256" % piece)
-tmp = target + ".kafkatool-tmp"
-if os.path.lexists(tmp):
-    os.unlink(tmp)
-h = hashlib.sha256()
-with open(target, "rb") as src, os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600), "wb") as out:
-    def copy(f, n):
-        while n is None or n > 0:
-            b = f.read(1 << 20 if n is None else min(n, 1 << 20))
-            if not b:
-                if n is None: return
-                sys.exit("refusing: %s ended early" % target)
-            out.write(b); h.update(b)
-            if n is not None: n -= len(b)
-    pos = 0
-    for start, end, piece, sha in pieces:
-        copy(src, start - pos)
-        with open(piece, "rb") as p:
-            copy(p, None)
-        pos = end
-    copy(src, None)
-    out.flush(); os.fsync(out.fileno())
-if (os.path.getsize(tmp), h.hexdigest()) != orig:
-    os.unlink(tmp); sys.exit("refusing: the spliced %s is not the original" % target)
-os.utime(tmp, ns=(mtime, mtime))
-os.replace(tmp, target)
-d = os.open(os.path.dirname(target) or ".", os.O_RDONLY); os.fsync(d); os.close(d)
-print("restored " + target)
-"""
-
-_SHELL_FUNCTIONS = r"""sum_of() {  # the sha256 of a file, or "absent"
-  if [ -e "$1" ]; then sha256sum < "$1" | cut -c1-64; else echo absent; fi
-}
-put_back() {  # BACKUP_FILE TARGET ORIGINAL_SHA256 LEFT_SHA256 (what kafkatool left there, or "absent")
-  now=$(sum_of "$2")
-  if [ "$now" = "$3" ]; then echo "already the original: $2"; return 0; fi
-  if [ "$now" != "$4" ]; then echo "refusing: $2 is neither the original nor what kafkatool left (sha256 $now)" >&2; exit 1; fi
-  if [ "$(sum_of "$1")" != "$3" ]; then echo "refusing: the backup $1 does not match its sha256" >&2; exit 1; fi
-  rm -f "$2.kafkatool-tmp"
-  cp -p "$1" "$2.kafkatool-tmp"
-  mv -f "$2.kafkatool-tmp" "$2"
-  echo "restored $2"
-}
-settle() {  # DIR: refuse a journal an interrupted kafkatool run committed; remove its uncommitted temp files
-  for j in "$1"/*.kafkatool-journal; do
-    if [ -e "$j" ]; then echo "refusing: $j: an interrupted kafkatool run committed this journal; run its --execute again first" >&2; exit 1; fi
-  done
-  for t in "$1"/*.kafkatool-tmp; do
-    if [ -e "$t" ]; then rm -f "$t"; echo "removed $t (left by an interrupted kafkatool run)"; fi
-  done
-}
-drop() {  # TARGET CREATED_SHA256: remove a file kafkatool created
-  now=$(sum_of "$1")
-  if [ "$now" = absent ]; then return 0; fi
-  if [ "$now" != "$2" ]; then echo "refusing: $1 is not the file kafkatool created (sha256 $now)" >&2; exit 1; fi
-  rm -f "$1"
-  echo "removed $1"
-}
-"""
-
-
-def _comment(text: str) -> str:
-    """A shell comment line: a newline or other control character in a name cannot end it."""
-    return "".join("?" if ord(c) < 0x20 or ord(c) == 0x7F else c for c in text)
-
-
-def _log_dir_vars(entries: Sequence[BackupEntry]) -> dict[str, str]:
-    dirs = list(dict.fromkeys(e.log_dir for e in entries))
-    if len(dirs) <= 1:
-        return {d: "LOG_DIR" for d in dirs}
-    return {d: f"LOG_DIR_{i}" for i, d in enumerate(dirs, 1)}
-
-
-def render_restore_script(root: str, entries: Sequence[BackupEntry]) -> bytes:
-    """RESTORE.txt: a ``sh -e`` script that undoes every entry, newest first, each step checking the
-    sha256 of what it replaces and of what it puts back, then restores owner and mode. Bytes:
-    non-UTF-8 names are written as they are on disk."""
-    q = shlex.quote
-    variables = _log_dir_vars(entries)
-    lines = [
-        "#!/bin/sh",
-        "# Put back every file kafkatool changed (MANIFEST.json lists them). Stop the broker first.",
-        "# Run it with:  sh -e RESTORE.txt    (it is safe to run twice; `kafkatool restore BACKUP_DIR` does the same)",
-        "# Newest change first: each step checks the sha256 of the file it replaces and refuses a file",
-        "# that is neither the original nor what kafkatool left; removed byte ranges are spliced back",
-        "# into their .log by a short embedded Python program; owners and modes are restored.",
-        "# (kafkatool restore checks every file before it writes any; this script checks each file",
-        "# just before it writes it, so a refusal can leave earlier steps done: fix, then run it again.)",
-        "# Moved mount or backup: LOG_DIR=/new/log/dir BACKUP=/new/backup/dir sh -e RESTORE.txt",
-        "# Check the originals afterwards from the log dir:  cd \"$LOG_DIR\" && sha256sum -c \"$BACKUP/SHA256SUMS\"",
-        "set -e",
-        f"BACKUP=${{BACKUP:-{q(root)}}}",
-        *(f"{var}=${{{var}:-{q(d)}}}" for d, var in variables.items()),
-        "KAFKATOOL_SPLICE=" + q(_SPLICE.strip() + "\n"),
-        _SHELL_FUNCTIONS.rstrip("\n"),
-    ]
-    for log_dir, part in dict.fromkeys((e.log_dir, os.path.dirname(e.path)) for e in entries):
-        lines.append(f'settle "${variables[log_dir]}"/{q(part)}')
-    for e in sorted(entries, key=lambda e: -e.seq):
-        target = f'"${variables[e.log_dir]}"/{q(e.path)}'
-        left = "absent" if e.result is None else e.result.sha256
-        lines.append(_comment(f"# {e.seq}: {e.tool} {e.action} {e.path}" + (f" ({e.reason})" if e.reason else "")))
-        if e.action == "created" or e.original is None:
-            if e.result is not None:
-                lines.append(f"drop {target} {left}")
-            continue
-        if e.action == "cut":
-            assert e.result is not None
-            args = " ".join(f'{p.start} {p.end} "$BACKUP"/{q(p.file)} {p.sha256}' for p in sorted(e.pieces, key=lambda p: p.start))
-            lines.append(f'python3 -c "$KAFKATOOL_SPLICE" {target} {e.original.size} {e.original.sha256} '
-                         f"{e.result.size} {e.result.sha256} {e.original.mtime_ns or 0} {args}")
-        elif e.backup_file is not None:
-            lines.append(f'put_back "$BACKUP"/{q(e.backup_file)} {target} {e.original.sha256} {left}')
-        if e.original.uid is not None:
-            lines.append(f"chown {e.original.uid}:{e.original.gid} {target}")
-        if e.original.mode is not None:
-            lines.append(f"chmod {_mode_text(e.original.mode)} {target}")
-    lines.append("sync")
-    if len(variables) == 1:
-        (var,) = variables.values()
-        lines.append(f'(cd "${var}" && sha256sum --quiet -c "$BACKUP"/{SUMS}) && echo "the originals match {SUMS}"')
-    return ("\n".join(lines) + "\n").encode("utf-8", "surrogateescape")
-
-
-def _sums_line(sha256: str, name: str) -> str:
-    """One line of ``sha256sum`` output: a name with a backslash or a newline is escaped and the
-    line starts with a backslash (GNU coreutils)."""
-    if "\\" in name or "\n" in name or "\r" in name:
-        return "\\" + sha256 + "  " + name.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
-    return f"{sha256}  {name}"
-
-
-def render_sums(entries: Sequence[BackupEntry]) -> bytes:
-    """SHA256SUMS of the originals (each path's state before the first recorded change), relative to
-    the log dir (``cd LOG_DIR && sha256sum -c SHA256SUMS``); absolute when several log dirs share it."""
-    first: dict[tuple[str, str], BackupEntry] = {}
-    for e in sorted(entries, key=lambda e: e.seq):
-        first.setdefault((e.log_dir, e.path), e)
-    relative = len({e.log_dir for e in entries}) <= 1
-    lines = []
-    for (log_dir, path), e in sorted(first.items()):
-        if e.original is None:
-            continue
-        lines.append(_sums_line(e.original.sha256, path if relative else os.path.join(log_dir, path)))
-    return ("".join(line + "\n" for line in lines)).encode("utf-8", "surrogateescape")
