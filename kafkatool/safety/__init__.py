@@ -23,114 +23,26 @@ writes with the pieces here, and with nothing else:
 No click and no rich here.
 """
 
-from kafkatool.safety.durable import (
-    COPY_CHUNK,
-    FAULT_ENV,
-    JOURNAL_SUFFIX,
-    TEMP_SUFFIX,
-    LiveBrokerError,
-    PartitionRefused,
-    RepairError,
-    TransitionalDirError,
-    WriteError,
-    fault_point,
-    fsync_dir,
-    fsync_fd,
-    hash_file,
-    iter_range,
-    log_dir_of,
-    read_or_none,
-    real_log_dir_of,
-    reset_fault_count,
-    sha256_hex,
-    take_owner,
-    write_all,
-    write_durably,
-    write_error,
-)
-from kafkatool.safety.lock import LogDirLock, describe_pid, lock_holder
-from kafkatool.safety.manifest import (
-    ACTIONS,
-    DIR_MODE,
-    MANIFEST,
-    MANIFEST_FORMAT,
-    RESTORE_SCRIPT,
-    SUMS,
-    BackupEntry,
-    FileState,
-    Manifest,
-    Piece,
-    mode_text,
-    parse_manifest,
-    read_manifest,
-)
-from kafkatool.safety.restore_script import render_restore_script, render_sums
-from kafkatool.safety.backup import Backup, BackupLocationError, TruncateBackup, check_backup_location, default_backup_dir
-from kafkatool.safety.exchange import (
-    NO_EXCHANGE_ENV,
-    STAGING_TAG,
-    ExchangeUnavailable,
-    exchange_dirs,
-    exchange_partition,
-    exchange_unavailable,
-    find_staging_dirs,
-    is_staging_dir,
-    link_or_copy,
-    naming,
-    new_file,
-    remove_staging_dirs,
-    stage_file,
-    staging_dir_name,
-    stat_or_none,
-    unlink_all,
-)
-from kafkatool.safety.journal import (
-    JOURNAL_VERSION,
-    StaleJournalError,
-    commit_journal,
-    describe_identity,
-    differs,
-    identity,
-    journal_backup_dir,
-    journal_path,
-    journal_record,
-    journal_temps,
-    journal_work,
-    make_temp,
-    move_file,
-    named,
-    plain_name,
-    read_journal,
-    replace_files,
-    roll_forward,
-    sha256_nofollow,
-    way_out,
-    write_atomically,
-)
-from kafkatool.safety.pending import TRUNCATE_JOURNAL, find_pending_state
-from kafkatool.safety.apply import apply_locked, check_partition_dir
+from kafkatool.safety.durable import *  # noqa: F403
+from kafkatool.safety.lock import *  # noqa: F403
+from kafkatool.safety.manifest import *  # noqa: F403
+from kafkatool.safety.restore_script import *  # noqa: F403
+from kafkatool.safety.backup import *  # noqa: F403
+from kafkatool.safety.exchange import *  # noqa: F403
+from kafkatool.safety.journal import *  # noqa: F403
+from kafkatool.safety.pending import *  # noqa: F403
+from kafkatool.safety.apply import *  # noqa: F403
+
+from kafkatool.safety import durable, lock, manifest, restore_script, backup, exchange, journal, pending, apply
 
 __all__ = [
-    # durable
-    "COPY_CHUNK", "FAULT_ENV", "JOURNAL_SUFFIX", "TEMP_SUFFIX", "LiveBrokerError", "PartitionRefused", "RepairError",
-    "TransitionalDirError", "WriteError", "fault_point", "fsync_dir", "fsync_fd", "hash_file", "iter_range",
-    "log_dir_of", "read_or_none", "real_log_dir_of", "reset_fault_count", "sha256_hex", "take_owner", "write_all",
-    "write_durably", "write_error",
-    # lock
-    "LogDirLock", "describe_pid", "lock_holder",
-    # backup
-    "ACTIONS", "DIR_MODE", "MANIFEST", "MANIFEST_FORMAT", "RESTORE_SCRIPT", "SUMS", "Backup", "BackupEntry",
-    "BackupLocationError", "FileState", "Manifest", "Piece", "TruncateBackup", "check_backup_location",
-    "default_backup_dir", "mode_text", "parse_manifest", "read_manifest", "render_restore_script", "render_sums",
-    # exchange
-    "NO_EXCHANGE_ENV", "STAGING_TAG", "ExchangeUnavailable", "exchange_dirs", "exchange_partition",
-    "exchange_unavailable", "find_staging_dirs", "is_staging_dir", "link_or_copy", "naming", "new_file",
-    "remove_staging_dirs", "stage_file", "staging_dir_name", "stat_or_none", "unlink_all",
-    # journal
-    "JOURNAL_VERSION", "StaleJournalError", "commit_journal", "describe_identity", "differs", "identity", "named",
-    "plain_name", "sha256_nofollow", "way_out", "journal_backup_dir", "journal_path", "journal_record",
-    "journal_temps", "journal_work", "make_temp", "move_file", "read_journal", "replace_files", "roll_forward",
-    "write_atomically",
-    # pending, apply
-    "TRUNCATE_JOURNAL", "find_pending_state", "apply_locked", "check_partition_dir",
+    *durable.__all__,
+    *lock.__all__,
+    *manifest.__all__,
+    *restore_script.__all__,
+    *backup.__all__,
+    *exchange.__all__,
+    *journal.__all__,
+    *pending.__all__,
+    *apply.__all__,
 ]

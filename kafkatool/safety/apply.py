@@ -11,6 +11,11 @@ from kafkatool.safety.backup import check_backup_location
 from kafkatool.safety.durable import PartitionRefused, TransitionalDirError, real_log_dir_of
 from kafkatool.safety.lock import LogDirLock
 
+__all__ = [
+    "apply_locked",
+    "check_partition_dir",
+]
+
 
 def check_partition_dir(partition_dir: str, allow_transitional: bool = False) -> None:
     """Refuse a ``-delete``/``-future``/``-stray`` partition dir unless asked (§2.1, §19)."""

@@ -42,6 +42,14 @@ from kafkatool.safety.manifest import (
 )
 from kafkatool.safety.restore_script import render_restore_script, render_sums
 
+__all__ = [
+    "Backup",
+    "BackupLocationError",
+    "TruncateBackup",
+    "check_backup_location",
+    "default_backup_dir",
+]
+
 
 # ----------------------------------------------------------------------------- backups
 

@@ -13,6 +13,32 @@ from typing import Iterator
 
 from kafkatool.errors import KafkaToolError
 
+__all__ = [
+    "COPY_CHUNK",
+    "FAULT_ENV",
+    "JOURNAL_SUFFIX",
+    "TEMP_SUFFIX",
+    "LiveBrokerError",
+    "PartitionRefused",
+    "RepairError",
+    "TransitionalDirError",
+    "WriteError",
+    "fault_point",
+    "fsync_dir",
+    "fsync_fd",
+    "hash_file",
+    "iter_range",
+    "log_dir_of",
+    "read_or_none",
+    "real_log_dir_of",
+    "reset_fault_count",
+    "sha256_hex",
+    "take_owner",
+    "write_all",
+    "write_durably",
+    "write_error",
+]
+
 
 TEMP_SUFFIX = ".kafkatool-tmp"
 """Suffix of a new file being written beside its target; Kafka's loader ignores it (§12.3)."""

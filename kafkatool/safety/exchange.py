@@ -33,6 +33,25 @@ from typing import Callable, Iterable, Iterator, Sequence
 from kafkatool.segment import files as names
 from kafkatool.safety.durable import RepairError, TEMP_SUFFIX, fault_point, fsync_dir, log_dir_of, take_owner
 
+__all__ = [
+    "NO_EXCHANGE_ENV",
+    "STAGING_TAG",
+    "ExchangeUnavailable",
+    "exchange_dirs",
+    "exchange_partition",
+    "exchange_unavailable",
+    "find_staging_dirs",
+    "is_staging_dir",
+    "link_or_copy",
+    "naming",
+    "new_file",
+    "remove_staging_dirs",
+    "stage_file",
+    "staging_dir_name",
+    "stat_or_none",
+    "unlink_all",
+]
+
 
 @contextmanager
 def naming(path: str, context: str = "") -> Iterator[None]:

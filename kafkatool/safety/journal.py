@@ -37,6 +37,30 @@ from kafkatool.segment import files as names
 from kafkatool.safety.durable import JOURNAL_SUFFIX, PartitionRefused, RepairError, TEMP_SUFFIX, fault_point, fsync_dir
 from kafkatool.safety.exchange import naming, new_file, stage_file, stat_or_none, unlink_all
 
+__all__ = [
+    "JOURNAL_VERSION",
+    "StaleJournalError",
+    "commit_journal",
+    "describe_identity",
+    "differs",
+    "identity",
+    "journal_backup_dir",
+    "journal_path",
+    "journal_record",
+    "journal_temps",
+    "journal_work",
+    "make_temp",
+    "move_file",
+    "named",
+    "plain_name",
+    "read_journal",
+    "replace_files",
+    "roll_forward",
+    "sha256_nofollow",
+    "way_out",
+    "write_atomically",
+]
+
 
 JOURNAL_VERSION = 2
 """Version 2 journals record the identity of every file (size, mtime, inode, small files' sha256)."""

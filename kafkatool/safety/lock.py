@@ -10,6 +10,12 @@ import struct
 from kafkatool.segment import files as names
 from kafkatool.safety.durable import LiveBrokerError, RepairError
 
+__all__ = [
+    "LogDirLock",
+    "describe_pid",
+    "lock_holder",
+]
+
 
 # ----------------------------------------------------------------------------- the lock (§11.5)
 

@@ -10,6 +10,22 @@ from dataclasses import dataclass
 
 from kafkatool.safety.durable import RepairError
 
+__all__ = [
+    "ACTIONS",
+    "DIR_MODE",
+    "MANIFEST",
+    "MANIFEST_FORMAT",
+    "RESTORE_SCRIPT",
+    "SUMS",
+    "BackupEntry",
+    "FileState",
+    "Manifest",
+    "Piece",
+    "mode_text",
+    "parse_manifest",
+    "read_manifest",
+]
+
 
 MANIFEST = "MANIFEST.json"
 """The backup's index: every file a command changed, how to get the original back, and checksums."""

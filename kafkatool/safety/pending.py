@@ -9,6 +9,11 @@ from kafkatool.safety.durable import JOURNAL_SUFFIX, TEMP_SUFFIX
 from kafkatool.safety.exchange import find_staging_dirs
 from kafkatool.safety.journal import journal_temps
 
+__all__ = [
+    "TRUNCATE_JOURNAL",
+    "find_pending_state",
+]
+
 
 TRUNCATE_JOURNAL = "kafkatool-truncate" + JOURNAL_SUFFIX
 """The partition-level journal of ``kafkatool truncate``: present between its commit point and its last rename/move."""

@@ -9,6 +9,11 @@ from typing import Sequence
 
 from kafkatool.safety.manifest import SUMS, BackupEntry, mode_text
 
+__all__ = [
+    "render_restore_script",
+    "render_sums",
+]
+
 
 # ----------------------------------------------------------------------------- RESTORE.txt and SHA256SUMS
 
