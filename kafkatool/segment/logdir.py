@@ -19,12 +19,14 @@ surrogate escapes (``os.fsencode`` gives the bytes back).
 
 from __future__ import annotations
 
+import array
 import bisect
 import enum
 import mmap
 import os
 import stat
 import struct
+import sys
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable, Iterator
 
@@ -33,6 +35,7 @@ from kafkatool.record.batch import Batch, Record
 from kafkatool.record.layout import LOG_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkatool.segment import files as names
 from kafkatool.segment.files import FileKind, PartitionDir
+from kafkatool.segment.resync import resync
 from kafkatool.segment.walk import DEFAULT_MAX_BATCH_BYTES, SegmentWalker, WalkStop
 
 __all__ = [
@@ -290,16 +293,32 @@ class Segment:
         reader = self.batches(start, end, offset=offset, timestamp=timestamp, max_batch_bytes=max_batch_bytes)
         return iter_records(reader, offset=offset, timestamp=timestamp, control=control)
 
-    def split(self, n: int) -> list[tuple[int, int]]:
+    def split(self, n: int, *, exact: bool = True) -> list[tuple[int, int]]:
         """At most ``n`` byte ranges ``(start, end)`` for parallel readers, each starting at a batch.
 
-        The ranges are contiguous and cover ``[0, size)`` exactly (the last one holds any
-        trailing bytes), so ``batches(start, end)`` over each, in order, gives every batch of
-        ``batches()`` once. Each range is cut at the first batch start at or after an even
-        share of the bytes, found by walking the batch headers alone (their offset and size
-        fields, read in 16 KiB blocks) from the ``.index`` entry below it (checked to start a whole batch whose CRC
-        holds), or from the start of the file without a usable index. Fewer than ``n``
-        ranges come back when the segment holds fewer batches.
+        The ranges are contiguous, never overlap and cover ``[0, size)`` exactly (the last one
+        holds any trailing bytes). Each range after the first is cut near an even share of
+        the bytes, ``size * i // n``; fewer than ``n`` ranges come back when the segment holds
+        fewer batches or no cut is found.
+
+        ``exact=True`` (the default): every cut is a batch start, proven by framing, so
+        ``batches(start, end)`` over each range, in order, gives every batch of ``batches()``
+        once. A cut is the first batch start at or after its share, found by walking the
+        batch headers alone (their offset and size fields) from the ``.index`` entry below it
+        (checked to start a whole batch whose CRC holds), or from the start of the file: one
+        read per batch up to the last cut without a usable index.
+
+        ``exact=False``: cheap, and every cut is a *candidate* batch start. A cut is searched
+        from its share, or just past the previous cut when that is later. When a known batch
+        start (a checked ``.index`` entry, or the start of the file) lies at most 1 MiB below,
+        the same header walk finds the first batch start from there; otherwise (no index,
+        too far, or a header on the way that does not frame a batch) it is the first
+        position where a whole entry with a valid CRC begins (:func:`kafkatool.segment.resync.resync`),
+        which costs about one batch whatever the segment's size. Such a position can lie
+        inside a record value that happens to hold a valid batch, so a reader must check
+        that its walk of each range ends exactly where the next range starts (at the end of
+        the range, on a batch boundary) and, where one does not, walk on serially from that
+        range's start: ``kafkatool verify --jobs`` does (``verify.workers.scan_chunks``).
         """
         if n < 1:
             raise ValueError(f"split into at least one range, not {n}")
@@ -307,7 +326,8 @@ class Segment:
             size = self.size
             if n == 1 or size == 0:
                 return [(0, size)]
-            cuts = _split_points(self, size, [size * i // n for i in range(1, n)])
+            wanted = [size * i // n for i in range(1, n)]
+            cuts = _split_points(self, size, wanted) if exact else _candidate_points(self, size, wanted)
         except OSError as e:
             raise _read_error(e, self.log_path) from None
         bounds = [0, *cuts, size]
@@ -682,54 +702,101 @@ def _time_lookup(seg: Segment, timestamp: int, floor: int = 0) -> int | None:
 
 def _index_positions(seg: Segment) -> list[int]:
     """The ``.index``'s positions while they increase (a zero-filled tail ends them); [] without one."""
-    from kafkatool.segment.index import OFFSET_ENTRY, IndexEntries, OffsetIndexEntry
+    from kafkatool.segment.index import OFFSET_ENTRY
 
     mm = _open_index(seg.index_path)
     if mm is None:
         return []
-    positions: list[int] = []
     with mm:
-        for e in IndexEntries(mm, OFFSET_ENTRY, OffsetIndexEntry):
-            if positions and e.position <= positions[-1]:
-                break
-            positions.append(e.position)
+        fields = array.array("i", mm[: len(mm) // OFFSET_ENTRY.size * OFFSET_ENTRY.size])
+    if sys.byteorder == "little":
+        fields.byteswap()  # the entries are big-endian (relative offset, position) pairs
+    positions = fields[1::2].tolist()
+    for i in range(1, len(positions)):
+        if positions[i] <= positions[i - 1]:
+            return positions[:i]
     return positions
 
 
+class _HeaderWalk:
+    """Batch starts found from a known one by framing alone: each header's size field, read
+    in 16 KiB blocks (after a batch larger than a block, its successor's header alone), never
+    the batches' contents."""
+
+    __slots__ = ("fd", "size", "buf", "buf_start", "length")
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd, self.size = fd, size
+        self.buf, self.buf_start = b"", 0
+        self.length = 0  # the size field of the last header read
+
+    def first_start(self, pos: int, want: int) -> int | None:
+        """The first batch start at or after ``want``, walking from the batch start ``pos``;
+        None when a header on the way (or there) does not frame a whole entry: a tail, damage."""
+        size = self.size
+        while True:
+            rel = pos - self.buf_start
+            if not 0 <= rel <= len(self.buf) - LOG_OVERHEAD:
+                read = LOG_OVERHEAD if self.length > _HEADER_BLOCK else _HEADER_BLOCK
+                self.buf, self.buf_start, rel = os.pread(self.fd, read, pos), pos, 0
+                if len(self.buf) < LOG_OVERHEAD:
+                    return None
+            _offset, length = _HEAD.unpack_from(self.buf, rel)
+            self.length = length
+            if length < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + length > size:
+                return None
+            if pos >= want:
+                return pos
+            pos += LOG_OVERHEAD + length
+
+
 def _split_points(seg: Segment, size: int, wanted: list[int]) -> list[int]:
-    """The first batch start at or after each wanted position (ascending), by a walk over the
-    batch headers (offset and size) that jumps ahead to the last ``.index`` position below
-    the wanted one when the batch there is whole and its CRC holds. A header that does not
-    frame a batch (a tail, a size below the minimum) ends the cuts."""
+    """The first batch start at or after each wanted position (ascending), by a header walk
+    that jumps ahead to the last ``.index`` position below the wanted one when the batch there
+    is whole and its CRC holds. A header that does not frame a batch ends the cuts."""
     positions = _index_positions(seg)
     cuts: list[int] = []
     pos = 0  # a batch start
-    buf, buf_start = b"", 0  # headers are read in blocks: small batches cost no read each
-    length = 0  # the size field of the last header read
     with open_log(seg.log_path) as f:
-        fd = f.fileno()
+        walk = _HeaderWalk(f.fileno(), size)
         for want in wanted:
             i = bisect.bisect_right(positions, want) - 1
             if i >= 0 and pos < positions[i] < size and _batch_at(seg.log_path, positions[i]) is not None:
                 pos = positions[i]
-            while True:
-                # the entry at pos: its size field must frame a whole entry (else a tail or damage)
-                rel = pos - buf_start
-                if not 0 <= rel <= len(buf) - LOG_OVERHEAD:
-                    # after a batch larger than a block, read its successor's header alone: the
-                    # walk reads 12 bytes a batch, never the batches' contents
-                    read = LOG_OVERHEAD if length > _HEADER_BLOCK else _HEADER_BLOCK
-                    buf, buf_start, rel = os.pread(fd, read, pos), pos, 0
-                    if len(buf) < LOG_OVERHEAD:
-                        return cuts
-                _offset, length = _HEAD.unpack_from(buf, rel)
-                if length < RECORD_OVERHEAD_V0 or pos + LOG_OVERHEAD + length > size:
-                    return cuts
-                if pos >= want:
-                    break
-                pos += LOG_OVERHEAD + length
+            found = walk.first_start(pos, want)
+            if found is None:
+                return cuts
+            pos = found
             if not cuts or pos > cuts[-1]:
                 cuts.append(pos)
+    return cuts
+
+
+_NEAR = 1 << 20
+"""The cheap split walks headers to a cut from a known batch start at most this far below it."""
+
+
+def _candidate_points(seg: Segment, size: int, wanted: list[int]) -> list[int]:
+    """A candidate batch start at or after each wanted position and past the previous one:
+    a header walk from a known batch start (a checked ``.index`` entry, or 0) within
+    :data:`_NEAR` below, else :func:`resync`'s first valid entry. No candidate ends the cuts."""
+    positions = _index_positions(seg)
+    cuts: list[int] = []
+    with open_log(seg.log_path) as f:
+        walk = _HeaderWalk(f.fileno(), size)
+        for want in wanted:
+            if cuts:
+                want = max(want, cuts[-1] + 1)
+            i = bisect.bisect_right(positions, want) - 1
+            known = positions[i] if i >= 0 and positions[i] < size else 0
+            if known and want - known <= _NEAR and _batch_at(seg.log_path, known) is None:
+                known = 0
+            found = walk.first_start(known, want) if want - known <= _NEAR else None
+            if found is None:
+                found = resync(seg.log_path, want, size)
+                if found is None:
+                    return cuts
+            cuts.append(found)
     return cuts
 
 

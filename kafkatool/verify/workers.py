@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 
 from kafkatool.record.speedups import functions
+from kafkatool.segment.logdir import Segment
 from kafkatool.segment.walk import SCAN_BUFFER, CompiledScan, SegmentWalker, WalkStop
 from kafkatool.verify.batches import PartitionFacts, Scanner, SegmentFacts
 from kafkatool.verify.findings import Finding, FindingKind
 from kafkatool.verify.options import throttle
-from kafkatool.verify.resync import resync
 
 __all__ = ["SPLIT_MIN_BYTES", "SCAN_BUFFER", "SCAN_BUDGET", "scan_fd", "scan_v2", "walk_segment", "scan_chunks"]
 
@@ -106,20 +106,18 @@ def _run_compiled(scan: Scanner, path: str, start: int, end: int) -> SegmentWalk
 def scan_chunks(scan: Scanner, size: int) -> int:
     """Check a large segment in ``opts.workers`` processes, one chunk each.
 
-    Chunks start at the first batch with a valid CRC at or after each split point. A chunk
-    that does not end exactly where the next one starts (damage, or a split point that was
-    not a real batch start) stops the merge there: the caller walks on serially from the
+    The chunks are :meth:`Segment.split <kafkatool.segment.logdir.Segment.split>`'s cheap
+    ranges (``exact=False``): each starts at a candidate batch start near an even share of
+    the bytes (from the ``.index``, else the first batch with a valid CRC there). A chunk
+    that does not end exactly where the next one starts (damage, or a candidate that was not
+    a real batch start) stops the merge there: the caller walks on serially from the
     returned position, with full resynchronisation.
     """
     path, opts = scan.path, scan.opts
     workers = opts.workers
-    bounds = [0]
-    for i in range(1, workers):
-        b = resync(path, max(i * size // workers, bounds[-1] + 1), size)
-        if b is None:
-            break
-        bounds.append(b)
-    bounds.append(size)
+    segment = Segment.at(path, base_offset=0 if scan.base is None else scan.base)
+    # the file's size as this run saw it: a segment still being written may have grown since
+    bounds = [start for start, _end in segment.split(workers, exact=False) if start < size] + [size]
     if len(bounds) < 3:
         return 0
     facts = scan.facts
