@@ -339,3 +339,34 @@ def test_real_files(log: Path) -> None:
     check_all(buf, log, ends=ends)
     if size <= 4096:
         check_all(buf, ends=range(size + 1))
+
+
+# --------------------------------------------------------------------------- entries too large for memory
+
+
+def test_an_entry_larger_than_max_batch_bytes_is_crc_checked_by_streaming(tmp_path) -> None:
+    """Such an entry is yielded with ``data=None``, its CRC computed while streaming it: the
+    batches are those of the in-memory walk, and a CRC kafka-python finds valid is valid."""
+    entries = [TEMPLATES[i] for i in (4, 7, 3, 8, 0, 5)]  # v2 of 372 bytes, v1, gzip v2, gzip v1 wrapper, v2, v0
+    entries += [_legacy(1, 200), _legacy(0, 150), TEMPLATES[4]]  # large v1 and v0 messages, a v2 batch
+    buf = bytearray(b"".join(entries))
+    starts = [p for p, _s, _m in walk_framing(bytes(buf), len(buf))[0]]
+    buf[starts[-1] + 100] ^= 0xFF  # the last entry's CRC no longer matches
+    file = tmp_path / "seg.log"
+    file.write_bytes(buf)
+    memory = list(SegmentWalker(bytes(buf)))
+    for window in (64, 1 << 20):
+        with SegmentWalker(file, window=window, max_batch_bytes=100) as walker:
+            walker.window_scan = None
+            streamed = [(b, data) for b, data in walker]
+        assert [b for b, _d in streamed] == [b for b, _d in memory]
+        # streamed: an entry over the limit that is not in the window already
+        assert [data is None for b, data in streamed] == [window == 64 and b.size > 100 for b, _d in memory]
+    records = KafkaPythonRecords(bytes(buf))
+    valid = []
+    while records.has_next():
+        batch = records.next_batch()
+        valid.append(batch.validate_crc() if batch.magic >= 2 else None)
+    assert [b.crc_valid for b, _d in memory if b.magic >= 2] == [v for v in valid if v is not None]
+    assert [b.crc_valid for b, _d in memory] == [True] * (len(entries) - 1) + [False]
+    assert sum(b.magic < 2 and b.size > 100 for b, _d in memory) == 2
