@@ -34,7 +34,7 @@ from __future__ import annotations
 import enum
 import struct
 
-from kafkatool.errors import CorruptRecordError, InvalidRecordError
+from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.record.layout import (
     HEADER_SIZE_UP_TO_MAGIC,
     LEGACY,
@@ -47,6 +47,7 @@ from kafkatool.record.layout import (
 )
 
 __all__ = [
+    "Frame",
     "FrameKind",
     "ENTRY",
     "NEED",
@@ -84,8 +85,11 @@ _MAGIC_AFTER_SIZE = MAGIC_OFFSET - _SIZE_AT - 4
 _size_and_magic = struct.Struct(f">i{_MAGIC_AFTER_SIZE}xb").unpack_from
 _END_ANSWER = (END, 0, None, None)
 
+#: An answer of :func:`frame_entry`: ``(kind, size, magic, error)`` (a plain tuple: one per entry walked).
+Frame = tuple[FrameKind, int, "int | None", "KafkaToolError | None"]
 
-def frame_entry(buf, pos: int, avail: int, end: int, base: int = 0, path: str = "<memory>") -> tuple:
+
+def frame_entry(buf, pos: int, avail: int, end: int, base: int = 0, path: str = "<memory>") -> Frame:
     """What the entry at ``buf[pos:]`` is (see the module docstring for the answers).
 
     ``buf[pos:avail]`` are the bytes at hand; ``end`` (``>= avail``) is where the walk ends:
