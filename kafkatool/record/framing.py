@@ -86,7 +86,7 @@ _size_and_magic = struct.Struct(f">i{_MAGIC_AFTER_SIZE}xb").unpack_from
 _END_ANSWER = (END, 0, None, None)
 
 #: An answer of :func:`frame_entry`: ``(kind, size, magic, error)`` (a plain tuple: one per entry walked).
-Frame = tuple[FrameKind, int, "int | None", "KafkaToolError | None"]
+Frame = tuple[FrameKind, int, int | None, KafkaToolError | None]
 
 
 def frame_entry(buf, pos: int, avail: int, end: int, base: int = 0, path: str = "<memory>") -> Frame:
