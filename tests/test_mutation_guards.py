@@ -14,8 +14,8 @@ verify: no ``txnindex_missing_entry`` when ``.txnindex`` is absent ``test_verify
 dump: out-of-order detection (``prev_ts >= ts``) or its wording    ``test_dump_time_index_*``
 IndexBuilder max timestamp ``>`` → ``>=`` (the final time entry)  ``test_*_final_time_entry_names_the_first_batch_holding_the_max``
 legacy batch line ``isvalid`` / record ``isValid`` always true     ``test_dump_legacy_batch_lines_isvalid``
-walk (memory) ``pos >= end - 17`` → ``>``                          ``test_walk_never_parses_a_tail_of_17_bytes[*-memory]``
-walk (file) ``size < 14`` → ``<=``                                 ``test_walk_takes_an_entry_of_exactly_the_minimum_size[*-file]``
+framing.frame_entry ``left <= 17`` → ``<`` (memory walk)           ``test_walk_never_parses_a_tail_of_17_bytes[*-memory]``
+framing.frame_entry ``size < 14`` → ``<=`` (file walk)             ``test_walk_takes_an_entry_of_exactly_the_minimum_size[*-file]``
 verify ``txnindex_below_base`` ``<`` → ``<=``                      ``test_verify_txnindex_entry_ending_exactly_at_the_segment_base``
 verify ``index_entry_past_end`` ``>= valid_end`` → ``>``           ``test_verify_index_entry_at_exactly_the_end_of_the_valid_batches``
 verify ``index_not_monotonic`` ``<=`` → ``<``                      ``test_verify_index_entry_with_an_equal_offset_is_not_monotonic``
