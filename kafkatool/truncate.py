@@ -42,16 +42,17 @@ whole, with ``MANIFEST.json`` and a ``RESTORE.txt`` that splices the ranges back
 new state drops (later segments, snapshots above the new end) are put into the backup, a
 ``.log`` as a hard link when the backup is on the same file system, anything else as a copy.
 
-Crash safety is :mod:`kafkatool.repair`'s whole-dir exchange: the new partition dir is built
-beside the old one as a staging dir named like a partition being deleted (small files
-written fresh, the cut ``.log`` written from its kept ranges, unchanged ``.log`` files
-hard-linked last), the backup above is completed, and one ``renameat2(RENAME_EXCHANGE)``
-switches the two dirs; the old state is then removed. A crash at any point leaves the
-partition dir complete-old or complete-new; the next run (a dry run reports it) removes a
-leftover staging dir. Where the exchange cannot be used (the report's ``method`` says why),
-the journaled fallback runs: new files beside the old ones as ``*.kafkatool-tmp`` (created
-exclusively, never through an existing name, with the owner and mode of the file they
-replace), fsynced, then a journal ``kafkatool-truncate.kafkatool-journal`` committed in the
+Crash safety is the safety layer's whole-dir exchange (:func:`kafkatool.safety.exchange_partition`):
+the new partition dir is built beside the old one as a staging dir named like a partition
+being deleted (small files written fresh, the cut ``.log`` written from its kept ranges,
+unchanged ``.log`` files hard-linked last), the backup above is completed, and one
+``renameat2(RENAME_EXCHANGE)`` switches the two dirs; the old state is then removed. A crash
+at any point leaves the partition dir complete-old or complete-new; the next run (a dry run
+reports it) removes a leftover staging dir. Where the exchange cannot be used (the report's
+``method`` says why), the journaled fallback runs (:mod:`kafkatool.safety.journal`, the one
+journal format): new files beside the old ones as ``*.kafkatool-tmp`` (created exclusively,
+never through an existing name, with the owner and mode of the file they replace), fsynced,
+then a journal ``kafkatool-truncate.kafkatool-journal`` committed in the
 partition dir, then the renames and moves, then the journal is removed. The journal records
 the size, mtime and inode (and the sha256 of files up to 16 MiB) of every file it will
 replace or move and of every temp file. A crash before the commit leaves the old state (plus
@@ -1107,7 +1108,7 @@ def apply_truncate(
 ) -> TruncateReport:
     """Apply ``plan`` crash-safely (module doc), then re-plan: the result must need nothing more.
 
-    The caller holds the :class:`~kafkatool.repair.LogDirLock`. Raises :class:`RepairError`
+    The caller holds the :class:`~kafkatool.safety.LogDirLock`. Raises :class:`RepairError`
     when a file changed since the plan, when an interrupted run's journal is stale
     (:class:`StaleJournalError`), or when re-verification fails.
     """
