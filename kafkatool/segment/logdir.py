@@ -19,14 +19,12 @@ surrogate escapes (``os.fsencode`` gives the bytes back).
 
 from __future__ import annotations
 
-import array
 import bisect
 import enum
 import mmap
 import os
 import stat
 import struct
-import sys
 from dataclasses import dataclass, field
 from typing import BinaryIO, Callable, Iterable, Iterator
 
@@ -708,10 +706,9 @@ def _index_positions(seg: Segment) -> list[int]:
     if mm is None:
         return []
     with mm:
-        fields = array.array("i", mm[: len(mm) // OFFSET_ENTRY.size * OFFSET_ENTRY.size])
-    if sys.byteorder == "little":
-        fields.byteswap()  # the entries are big-endian (relative offset, position) pairs
-    positions = fields[1::2].tolist()
+        # every entry's (relative offset, position) at once: one unpack, not an object per entry
+        count = len(mm) // OFFSET_ENTRY.size
+        positions = list(struct.unpack_from(f">{count * 2}i", mm)[1::2])
     for i in range(1, len(positions)):
         if positions[i] <= positions[i - 1]:
             return positions[:i]
