@@ -22,6 +22,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from conftest import FIXTURES, real_fixture
+from test_verify import spy_on_chunks  # where each chunked scan ended
 from kafkatool.segment.logdir import Segment
 from kafkatool.segment.resync import resync
 from kafkatool.segment.walk import WalkStop
@@ -281,22 +282,6 @@ def planted_segment() -> tuple[bytes, list[int], int, int]:
     fake = at + planted.index(fakes)
     assert at < len(data) // 2 <= fake < positions[k + 1]
     return data, positions, fake, positions[k + 1]
-
-
-def spy_on_chunks(monkeypatch) -> list[int]:
-    """Where each chunked scan ended: the segment size when every chunk merged, else where the
-    serial walk took over."""
-    import kafkatool.verify.segments as verify_segments
-
-    ends: list[int] = []
-    real = verify_segments.scan_chunks
-
-    def spy(scan, size):
-        ends.append(real(scan, size))
-        return ends[-1]
-
-    monkeypatch.setattr(verify_segments, "scan_chunks", spy)
-    return ends
 
 
 def verified(path: Path, workers: int) -> tuple[list[Finding], list[FileSummary]]:
