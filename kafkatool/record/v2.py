@@ -22,7 +22,7 @@ from kafkatool.record.layout import (
     V2_HEADER,
     V2_HEADER_SIZE,
 )
-from kafkatool.record.varint import decode_varint, encode_varint, encode_varlong
+from kafkatool.record.varint import decode_varint, decode_zigzag, encode_varint, encode_varlong
 
 __all__ = [
     "HEADER",
@@ -232,47 +232,16 @@ def decode_records_part(
 
 
 def _slow_varint(buf, i: int, end: int) -> tuple[int, int]:
-    start = i
-    raw = 0
-    shift = 0
-    while True:
-        if i >= end:
-            raise InvalidRecordError("Found invalid record structure", position=start)
-        b = buf[i]
-        i += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift >= 35:
-            raise InvalidRecordError(
-                "Found invalid record structure (Varint is too long, the most significant bit in the 5th byte is set)",
-                position=start,
-            )
-    raw &= 0xFFFFFFFF
-    return (raw >> 1) ^ -(raw & 1), i
+    return decode_zigzag(buf, i, end, 5, _RECORD_STRUCTURE + " (Varint is too long, the most significant bit in the 5th byte is set)",
+                         _RECORD_STRUCTURE)
 
 
 def _slow_varlong(buf, i: int, end: int) -> tuple[int, int]:
-    start = i
-    raw = 0
-    shift = 0
-    while True:
-        if i >= end:
-            raise InvalidRecordError("Found invalid record structure", position=start)
-        b = buf[i]
-        i += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            break
-        shift += 7
-        if shift >= 70:
-            raise InvalidRecordError(
-                "Found invalid record structure (Varlong is too long, most significant bit in the 10th byte is set)",
-                position=start,
-            )
-    raw &= 0xFFFFFFFFFFFFFFFF
-    return (raw >> 1) ^ -(raw & 1), i
+    return decode_zigzag(buf, i, end, 10, _RECORD_STRUCTURE + " (Varlong is too long, most significant bit in the 10th byte is set)",
+                         _RECORD_STRUCTURE)
+
+
+_RECORD_STRUCTURE = "Found invalid record structure"
 
 
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off

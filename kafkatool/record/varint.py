@@ -9,6 +9,7 @@ from __future__ import annotations
 from kafkatool.errors import InvalidRecordError
 
 __all__ = [
+    "decode_zigzag",
     "decode_varint",
     "decode_varlong",
     "decode_uvarint",
@@ -19,64 +20,52 @@ __all__ = [
 ]
 
 
+def decode_zigzag(
+    buf: bytes | bytearray | memoryview, pos: int, end: int, max_bytes: int, too_long: str, past_end: str
+) -> tuple[int, int]:
+    """Decode a zig-zag varint of at most ``max_bytes`` bytes (5: varint, 10: varlong) in
+    ``buf[pos:end]``; return ``(value, next_pos)``.
+
+    Kafka only checks the top bit of the last allowed byte (the bits above 32 or 64 overflow
+    silently, §1): the result is truncated the same way. ``too_long`` and ``past_end`` are the
+    messages of the two errors, located at ``pos``: each caller words them as Kafka does there.
+    """
+    raw = 0
+    shift = 0
+    i = pos
+    while True:
+        if i >= end:
+            raise InvalidRecordError(past_end, position=pos)
+        b = buf[i]
+        i += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if i - pos >= max_bytes:
+            raise InvalidRecordError(too_long, position=pos)
+    raw &= 0xFFFFFFFF if max_bytes <= 5 else 0xFFFFFFFFFFFFFFFF  # an int32 or an int64
+    return (raw >> 1) ^ -(raw & 1), i
+
+
 def decode_varint(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Decode a zig-zag varint (at most 5 bytes) at ``pos``; return ``(value, next_pos)``.
 
     Kafka only checks the top bit of the 5th byte (bits 4-6 overflow silently, §1):
     the result is truncated to 32 bits the same way.
     """
-    try:
-        b = buf[pos]
-        if b < 0x80:
-            return (b >> 1) ^ -(b & 1), pos + 1
-        raw = b & 0x7F
-        shift = 7
-        i = pos + 1
-        while True:
-            if i - pos >= 5:
-                raise InvalidRecordError(
-                    "Varint is too long, the most significant bit in the 5th byte is set",
-                    position=pos,
-                )
-            b = buf[i]
-            i += 1
-            raw |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-    except IndexError:
-        raise InvalidRecordError("Found invalid record structure (varint runs past the end)", position=pos) from None
-    raw &= 0xFFFFFFFF
-    value = (raw >> 1) ^ -(raw & 1)
-    return value, i
+    if 0 <= pos < len(buf) and (b := buf[pos]) < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    return decode_zigzag(buf, pos, len(buf), 5, "Varint is too long, the most significant bit in the 5th byte is set",
+                         "Found invalid record structure (varint runs past the end)")
 
 
 def decode_varlong(buf: bytes | bytearray | memoryview, pos: int) -> tuple[int, int]:
     """Decode a zig-zag varlong (at most 10 bytes) at ``pos``; return ``(value, next_pos)``."""
-    try:
-        b = buf[pos]
-        if b < 0x80:
-            return (b >> 1) ^ -(b & 1), pos + 1
-        raw = b & 0x7F
-        shift = 7
-        i = pos + 1
-        while True:
-            if i - pos >= 10:
-                raise InvalidRecordError(
-                    "Varlong is too long, most significant bit in the 10th byte is set",
-                    position=pos,
-                )
-            b = buf[i]
-            i += 1
-            raw |= (b & 0x7F) << shift
-            if b < 0x80:
-                break
-            shift += 7
-    except IndexError:
-        raise InvalidRecordError("Found invalid record structure (varlong runs past the end)", position=pos) from None
-    raw &= 0xFFFFFFFFFFFFFFFF
-    value = (raw >> 1) ^ -(raw & 1)
-    return value, i
+    if 0 <= pos < len(buf) and (b := buf[pos]) < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    return decode_zigzag(buf, pos, len(buf), 10, "Varlong is too long, most significant bit in the 10th byte is set",
+                         "Found invalid record structure (varlong runs past the end)")
 
 
 def decode_uvarint(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int = 5) -> tuple[int, int]:
