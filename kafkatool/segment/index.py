@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, NamedTuple, Sequence, TypeVar, overload
+from typing import Callable, ClassVar, Iterable, Iterator, NamedTuple, Sequence, TypeVar, overload
 
 from kafkatool.errors import CorruptIndexError
 from kafkatool.record.layout import INT32_MAX
@@ -27,6 +27,7 @@ __all__ = [
     "IndexEntries",
     "OffsetIndex",
     "TimeIndex",
+    "IndexFile",
     "IndexAppendError",
     "IndexBuilder",
     "decode_offset_index",
@@ -146,12 +147,13 @@ class IndexEntries(Sequence[E]):
 
 
 @dataclass(frozen=True, slots=True)
-class OffsetIndex:
-    """A decoded ``.index`` file. ``data`` is the whole file content."""
+class IndexFile:
+    """A decoded index file of fixed-size entries. ``data`` is the whole file content."""
 
     base_offset: int
     data: bytes = field(repr=False)
     path: str | None = None
+    ENTRY_SIZE: ClassVar[int] = 1
 
     @property
     def file_length(self) -> int:
@@ -159,13 +161,20 @@ class OffsetIndex:
 
     @property
     def entry_count(self) -> int:
-        """``floor(length / 8)``: zero-filled slots count, as in Kafka (§8.2)."""
-        return len(self.data) // OFFSET_ENTRY_SIZE
+        """``floor(length / ENTRY_SIZE)``: zero-filled slots count, as in Kafka (§8.2)."""
+        return len(self.data) // self.ENTRY_SIZE
 
     @property
     def remainder(self) -> int:
         """Bytes after the last whole entry (ignored by Kafka, flagged by the sanity check)."""
-        return len(self.data) % OFFSET_ENTRY_SIZE
+        return len(self.data) % self.ENTRY_SIZE
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetIndex(IndexFile):
+    """A decoded ``.index`` file (8-byte entries)."""
+
+    ENTRY_SIZE: ClassVar[int] = OFFSET_ENTRY_SIZE
 
     @property
     def entries(self) -> IndexEntries[OffsetIndexEntry]:
@@ -203,26 +212,10 @@ class OffsetIndex:
 
 
 @dataclass(frozen=True, slots=True)
-class TimeIndex:
-    """A decoded ``.timeindex`` file. ``data`` is the whole file content."""
+class TimeIndex(IndexFile):
+    """A decoded ``.timeindex`` file (12-byte entries)."""
 
-    base_offset: int
-    data: bytes = field(repr=False)
-    path: str | None = None
-
-    @property
-    def file_length(self) -> int:
-        return len(self.data)
-
-    @property
-    def entry_count(self) -> int:
-        """``floor(length / 12)``: zero-filled slots count, as in Kafka (§8.2)."""
-        return len(self.data) // TIME_ENTRY_SIZE
-
-    @property
-    def remainder(self) -> int:
-        """Bytes after the last whole entry."""
-        return len(self.data) % TIME_ENTRY_SIZE
+    ENTRY_SIZE: ClassVar[int] = TIME_ENTRY_SIZE
 
     @property
     def entries(self) -> IndexEntries[TimeIndexEntry]:
