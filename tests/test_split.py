@@ -342,3 +342,27 @@ def test_verify_jobs_cuts_where_the_cheap_split_does(tmp_path, monkeypatch):
     monkeypatch.setattr(Segment, "split", spy)
     verified(s.log_path, 3)
     assert calls == [(s.log_path, 3, False)]
+
+
+def test_verify_jobs_on_an_unreadable_large_segment_reports_it_as_one_process_does(tmp_path, monkeypatch):
+    """The split cannot read the file: the serial walk meets the same error, reported as unreadable."""
+    import builtins
+
+    data, _positions, _fake, _after = planted_segment()
+    s = write_segment(tmp_path / "t-0", data)
+    refused = os.path.abspath(s.log_path)
+
+    def refusing(real):
+        def call(path, *args, **kwargs):
+            if isinstance(path, (str, os.PathLike)) and os.path.abspath(os.fspath(path)) == refused:
+                raise PermissionError(13, "Permission denied", os.fspath(path))
+            return real(path, *args, **kwargs)
+        return call
+
+    monkeypatch.setattr(os, "open", refusing(os.open))
+    monkeypatch.setattr(builtins, "open", refusing(builtins.open))
+    ends = spy_on_chunks(monkeypatch)
+    findings, summaries = verified(s.log_path, 2)
+    assert (findings, summaries) == verified(s.log_path, 1)
+    assert [(f.kind, f.message) for f in findings] == [("unreadable", "cannot read the file: Permission denied")]
+    assert ends == [0]

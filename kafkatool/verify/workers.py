@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from kafkatool.errors import KafkaToolError
 from kafkatool.record.speedups import functions
 from kafkatool.segment.logdir import Segment
 from kafkatool.segment.walk import SCAN_BUFFER, CompiledScan, SegmentWalker, WalkStop
@@ -116,8 +117,12 @@ def scan_chunks(scan: Scanner, size: int) -> int:
     path, opts = scan.path, scan.opts
     workers = opts.workers
     segment = Segment.at(path, base_offset=0 if scan.base is None else scan.base)
+    try:
+        ranges = segment.split(workers, exact=False)
+    except KafkaToolError:
+        return 0  # not readable: the serial walk meets the same error and reports it
     # the file's size as this run saw it: a segment still being written may have grown since
-    bounds = [start for start, _end in segment.split(workers, exact=False) if start < size] + [size]
+    bounds = [start for start, _end in ranges if start < size] + [size]
     if len(bounds) < 3:
         return 0
     facts = scan.facts
