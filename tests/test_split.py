@@ -314,9 +314,12 @@ def test_a_planted_fake_batch_is_a_candidate_cut_and_the_chain_check_catches_it(
     assert summary.batches == 520
 
 
-def test_with_an_index_the_cheap_cut_skips_the_fake_and_verify_merges(tmp_path, monkeypatch):
+@pytest.mark.parametrize("tail", [0, 4000], ids=["trimmed", "zero-filled-tail"])
+def test_with_an_index_the_cheap_cut_skips_the_fake_and_verify_merges(tmp_path, monkeypatch, tail):
+    """A broker's index after an unclean shutdown keeps its preallocated zero-filled tail: the
+    entries before it are used all the same."""
     data, positions, fake, after = planted_segment()
-    s = write_segment(tmp_path / "t-0", data, hand_index(positions, 1))
+    s = write_segment(tmp_path / "t-0", data, hand_index(positions, 1) + bytes(8 * tail))
     size = len(data)
     assert s.split(2, exact=False) == [(0, after), (after, size)] == s.split(2)
     ends = spy_on_chunks(monkeypatch)

@@ -777,24 +777,52 @@ def _candidate_points(seg: Segment, size: int, wanted: list[int]) -> list[int]:
     """A candidate batch start at or after each wanted position and past the previous one:
     a header walk from a known batch start (a checked ``.index`` entry, or 0) within
     :data:`_NEAR` below, else :func:`resync`'s first valid entry. No candidate ends the cuts."""
-    positions = _index_positions(seg)
+    mm = _open_index(seg.index_path)
     cuts: list[int] = []
-    with open_log(seg.log_path) as f:
-        walk = _HeaderWalk(f.fileno(), size)
-        for want in wanted:
-            if cuts:
-                want = max(want, cuts[-1] + 1)
-            i = bisect.bisect_right(positions, want) - 1
-            known = positions[i] if i >= 0 and positions[i] < size else 0
-            if known and want - known <= _NEAR and _batch_at(seg.log_path, known) is None:
-                known = 0
-            found = walk.first_start(known, want) if want - known <= _NEAR else None
-            if found is None:
-                found = resync(seg.log_path, want, size)
+    try:
+        with open_log(seg.log_path) as f:
+            walk = _HeaderWalk(f.fileno(), size)
+            for want in wanted:
+                if cuts:
+                    want = max(want, cuts[-1] + 1)
+                known = 0 if mm is None else _index_floor(mm, want)
+                if not 0 < known < size or want - known > _NEAR or _batch_at(seg.log_path, known) is None:
+                    known = 0  # the start of the file is the known batch start
+                found = walk.first_start(known, want) if want - known <= _NEAR else None
                 if found is None:
-                    return cuts
-            cuts.append(found)
+                    found = resync(seg.log_path, want, size)
+                    if found is None:
+                        return cuts
+                cuts.append(found)
+    finally:
+        if mm is not None:
+            mm.close()
     return cuts
+
+
+def _index_floor(mm: mmap.mmap, want: int) -> int:
+    """The last ``.index`` position at or below ``want`` (0 if none), by binary search: the
+    entries' positions increase up to a zero-filled (preallocated) tail, which is left out. An
+    index that is not in order gives some entry: the caller checks the batch there."""
+    from kafkatool.segment.index import OFFSET_ENTRY  # (relative offset, position), spec §6
+
+    size = OFFSET_ENTRY.size
+    no_entry = bytes(size)
+    lo, hi = 0, len(mm) // size
+    while lo < hi:  # the first all-zero entry starts the tail
+        mid = (lo + hi) // 2
+        if mm[mid * size : (mid + 1) * size] == no_entry:
+            hi = mid
+        else:
+            lo = mid + 1
+    lo, hi = 0, lo
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if OFFSET_ENTRY.unpack_from(mm, mid * size)[1] <= want:
+            lo = mid + 1
+        else:
+            hi = mid
+    return 0 if lo == 0 else OFFSET_ENTRY.unpack_from(mm, (lo - 1) * size)[1]
 
 
 # ----------------------------------------------------------------------------- partitions
