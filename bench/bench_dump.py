@@ -19,9 +19,15 @@ its lines are counted and hashed, and must match the count the segment's metadat
 predicts and kafkatool's output. A corrupted copy of a small segment checks that every
 tool really verifies CRCs (exactly the damaged batch must say ``isvalid: false``).
 
-The table gives, per variant, mode and tool: seconds, peak RSS, throughput, and for the
-peers the ratio ``peer seconds / kafkatool seconds`` (above 1: kafkatool is faster). It
-is printed and written as JSON to ``bench/out/dump-<timestamp>.json``.
+``--compare DIR`` also runs the kafkatool package of another checkout (``DIR/kafkatool``, its
+extension built, e.g. the code before a change), snapshotted like the working tree's, as the
+tool ``kafkatool-base``: interleaved with the others in the same run, through this script, so
+before and after are measured side by side (its output must be byte-identical to kafkatool's).
+
+The table gives, per variant, mode and tool: seconds, peak RSS, throughput, for the peers
+the ratio ``peer seconds / kafkatool seconds`` (above 1: kafkatool is faster), and on each
+kafkatool row (``kafkatool-base`` included) ``faster peer seconds / its seconds``. It is
+printed and written as JSON to ``bench/out/dump-<timestamp>.json``.
 """
 
 from __future__ import annotations
@@ -52,6 +58,11 @@ MODES = {
     "deep": ["--deep-iteration", "--print-data-log"],  # plus one line per record, key and payload
 }
 TOOLS = ("kafkatool", "kafka-python", "aiokafka")
+PEERS = ("kafka-python", "aiokafka")
+#: ``--compare DIR``: the tool that runs DIR's kafkatool, interleaved with the others in the same
+#: run, and the ``PYTHONPATH`` that makes its children import DIR's snapshot instead.
+BEFORE = "kafkatool-base"
+BEFORE_PATH: list[str] = []
 
 # The issue's targets.
 TARGET_BATCH_SECONDS = 0.5  # batch-line dump of a 1 GiB segment
@@ -95,6 +106,8 @@ def tool_command(tool: str, mode: str, path: str) -> list[str]:
     flags = MODES[mode]
     if tool == "kafkatool":
         return [*kafkatool_exe(), "dump", *flags, path]
+    if tool == BEFORE:
+        return ["env", f"PYTHONPATH={BEFORE_PATH[0]}", *kafkatool_exe(), "dump", *flags, path]
     script = {"kafka-python": "peer_kafka_python.py", "aiokafka": "peer_aiokafka.py"}[tool]
     return [*python_cmd(), os.path.join(HERE, script), *flags, path]
 
@@ -167,14 +180,16 @@ def source_fingerprint(package_dir: str) -> str:
     return h.hexdigest()[:16]
 
 
-def snapshot_kafkatool(root: str) -> str:
+def snapshot_kafkatool(root: str, repo: str | None = None) -> str:
     """Copy the working tree's ``kafkatool/`` (built extension included) to ``ROOT/snapshot/HASH``.
+
+    ``repo``: another checkout's instead (``--compare``); default :data:`REPO`.
 
     kafkatool is installed editable and others commit while a full run takes ~15 minutes:
     without a snapshot the first variants and the last could measure different code. The
     children import the copy (see :func:`set_child_env`); ``--live`` skips this.
     """
-    src = os.path.join(REPO, "kafkatool")
+    src = os.path.join(repo or REPO, "kafkatool")
     dest = os.path.join(root, "snapshot", source_fingerprint(src))
     if not os.path.isdir(os.path.join(dest, "kafkatool")):
         tmp = dest + ".tmp"
@@ -367,6 +382,8 @@ class Result:
     runs: list[dict] = field(default_factory=list)
     speedup_vs_peer: float | None = None
     """For a peer: peer seconds / kafkatool seconds (> 1 means kafkatool is faster)."""
+    ratio_vs: dict[str, float] = field(default_factory=dict)
+    """On kafkatool rows (``kafkatool-base`` too): peer seconds / these seconds, per peer and ``faster-peer``."""
 
 
 def machine_info() -> dict:
@@ -424,7 +441,8 @@ def versions() -> dict:
 
 
 def _fmt_table(results: list[Result]) -> str:
-    head = f"{'variant':<16} {'mode':<6} {'tool':<13} {'seconds':>8} {'peak RSS MiB':>12} {'GiB/s':>7} {'Mrec/s':>7}  {'ratio':>6}"
+    head = (f"{'variant':<16} {'mode':<6} {'tool':<14} {'seconds':>8} {'peak RSS MiB':>12} {'GiB/s':>7} {'Mrec/s':>7}  {'ratio':>6}"
+            f"  {'x faster peer':>13}")
     rows = [head, "-" * len(head)]
     last = None
     for r in results:
@@ -434,10 +452,27 @@ def _fmt_table(results: list[Result]) -> str:
         show_key = key != last
         last = key
         ratio = f"x{r.speedup_vs_peer:.2f}" if r.speedup_vs_peer is not None else ""
+        fp = f"x{r.ratio_vs['faster-peer']:.2f}" if "faster-peer" in r.ratio_vs else ""
         rows.append(
-            f"{r.variant if show_key else '':<16} {r.mode if show_key else '':<6} {r.tool:<13} {r.seconds:>8.3f}"
-            f" {r.max_rss_mib:>12.1f} {r.gib_per_s:>7.2f} {r.mrec_per_s:>7.2f}  {ratio:>6}"
+            f"{r.variant if show_key else '':<16} {r.mode if show_key else '':<6} {r.tool:<14} {r.seconds:>8.3f}"
+            f" {r.max_rss_mib:>12.1f} {r.gib_per_s:>7.2f} {r.mrec_per_s:>7.2f}  {ratio:>6}  {fp:>13}"
         )
+    return "\n".join(rows)
+
+
+def fmt_compare(results: list[Result], key=lambda r: (r.variant, r.mode)) -> str:
+    """Before/after (``--compare``): each kafkatool's ratio against the faster peer, side by side."""
+    by: dict = {}
+    for r in results:
+        by.setdefault(key(r), {})[r.tool] = r
+    rows = []
+    for k, tools in by.items():
+        new, old = tools.get("kafkatool"), tools.get(BEFORE)
+        if new is None or old is None:
+            continue
+        fp = lambda r: f"x{r.ratio_vs['faster-peer']:.2f}" if "faster-peer" in r.ratio_vs else "-"  # noqa: E731
+        rows.append(f"  {' '.join(k):<23} kafkatool {fp(new):>6}  {BEFORE} {fp(old):>6}  vs the faster peer;"
+                    f" seconds {new.seconds:.3f} / {old.seconds:.3f} = {new.seconds / old.seconds - 1:+.1%}")
     return "\n".join(rows)
 
 
@@ -525,6 +560,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-check", action="store_true", help="skip the untimed output and CRC checks")
     ap.add_argument("--clean-start", action="store_true", help=CLEAN_START_HELP)
     ap.add_argument("--live", action="store_true", help="run the working tree's kafkatool, not a snapshot taken at the start")
+    ap.add_argument("--compare", metavar="DIR", help=f"also run the kafkatool of another checkout (DIR/kafkatool, its extension built) as the tool {BEFORE}, interleaved with the others: before/after ratios measured side by side")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="directory for the JSON report")
     ap.add_argument("--seed", type=int, default=gen.DEFAULT_SEED)
     args = ap.parse_args(argv)
@@ -542,8 +578,20 @@ def main(argv: list[str] | None = None) -> int:
     log = lambda *a: print(*a, flush=True)  # noqa: E731
 
     started_versions = versions()
+    if args.compare:
+        other = os.path.abspath(args.compare)
+        if not os.path.isfile(os.path.join(other, "kafkatool", "__init__.py")):
+            ap.error(f"{other} holds no kafkatool package")
+        other_snapshot = snapshot_kafkatool(root, other)
+        started_versions["compare"] = {"tree": other, "snapshot": other_snapshot}
+        tools.insert(1, BEFORE)  # right after kafkatool: its output is checked against kafkatool's
     snapshot = None if args.live else snapshot_kafkatool(root)
     set_child_env(root, snapshot, args.clean_start)
+    if args.compare:
+        # the children's PYTHONPATH with the other snapshot in place of the one under test
+        rest = [p for p in (CHILD_ENV or {}).get("PYTHONPATH", "").split(os.pathsep) if p and p not in (snapshot, REPO)]
+        BEFORE_PATH[:] = [os.pathsep.join([other_snapshot, *rest])]
+        log(f"{BEFORE}: the kafkatool of {other} (snapshot {other_snapshot})")
     kt_info = child_kafkatool_info()
     kt_location = kt_info["location"]
     started_versions["kafkatool_speedups"] = kt_info["speedups"]
@@ -604,16 +652,22 @@ def main(argv: list[str] | None = None) -> int:
                     r.seconds = min(r.seconds, run.seconds)
                     r.max_rss_mib = max(r.max_rss_mib, run.max_rss_mib)
             kt = best["kafkatool"].seconds
+            peers_here = [t for t in tools if t in PEERS]
             for tool in tools:
                 r = best[tool]
                 r.gib_per_s = s.file_bytes / GiB / r.seconds
                 r.mrec_per_s = s.records / 1e6 / r.seconds
-                if tool != "kafkatool":
+                if tool in PEERS:
                     r.speedup_vs_peer = r.seconds / kt
+                elif peers_here:
+                    for p in peers_here:
+                        r.ratio_vs[p] = best[p].seconds / r.seconds
+                    r.ratio_vs["faster-peer"] = min(best[p].seconds for p in peers_here) / r.seconds
                 results.append(r)
                 log(
-                    f"  {label[s.path]:<16} {mode:<6} {tool:<13} {r.seconds:8.3f} s  {r.max_rss_mib:8.1f} MiB"
+                    f"  {label[s.path]:<16} {mode:<6} {tool:<14} {r.seconds:8.3f} s  {r.max_rss_mib:8.1f} MiB"
                     + (f"  x{r.speedup_vs_peer:.2f}" if r.speedup_vs_peer is not None else "")
+                    + (f"  x{r.ratio_vs['faster-peer']:.2f} vs the faster peer" if "faster-peer" in r.ratio_vs else "")
                 )
 
     targets = evaluate_targets(results)
@@ -622,9 +676,14 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"kafkatool dump vs kafka-python and aiokafka — whole process, best of {runs}, page-cached, output to /dev/null")
     print("ratio = peer seconds / kafkatool seconds (> 1: kafkatool faster); GiB/s of file bytes; Mrec/s of records in the file")
+    print("x faster peer (kafkatool rows) = the faster peer's seconds / that kafkatool's seconds")
     print()
     print(_fmt_table(results))
     print()
+    if args.compare:
+        print(f"before/after ({BEFORE} = {started_versions['compare']['tree']}, measured in the same run, interleaved):")
+        print(fmt_compare(results))
+        print()
     print("fixed cost (empty segment): " + ", ".join(f"{t} {s:.3f} s" for t, s in fixed.items()))
     print()
     print_targets(targets)
@@ -633,10 +692,10 @@ def main(argv: list[str] | None = None) -> int:
         print("checks: skipped (--no-check)")
     else:
         n_same = sum(1 for c in checks if c.same_as_kafkatool)
-        n_peer = sum(1 for c in checks if c.tool != "kafkatool")
+        n_peer = sum(1 for c in checks if c.tool != "kafkatool")  # kafkatool-base included
         print(
             f"checks: {'all passed' if checks_ok else 'FAILED'} — line counts as predicted for {sum(c.lines == c.expected_lines for c in checks)}"
-            f"/{len(checks)} outputs; peer output byte-identical to kafkatool's in {n_same}/{n_peer};"
+            f"/{len(checks)} outputs; {'peer and ' + BEFORE if args.compare else 'peer'} output byte-identical to kafkatool's in {n_same}/{n_peer};"
             f" CRC self-check {'ok' if selfcheck and selfcheck['ok'] else 'FAILED'}"
         )
         for c in checks:
