@@ -36,6 +36,12 @@ change (exit 0).
 There is no peer: the broker's own recovery (``LogSegment.recover``) is the only other
 implementation, and it cannot be run on its own as a process.
 
+``--compare DIR`` also runs the kafkatool package of another checkout (``DIR/kafkatool``, its
+extension built, e.g. the code before a change), snapshotted like the working tree's, as the
+tool ``kafkatool-base``: both commands, interleaved with the working tree's run by run in the
+same run, checked the same way (and its ``.index``/``.timeindex`` must be byte-identical to
+kafkatool's); each kafkatool row then gets ``base seconds / kafkatool seconds``.
+
 The table gives seconds, GB/s (10^9 bytes of ``.log`` per second), peak RSS, and the issue's
 targets (>= 3 GB/s on the page-cached 1 GiB 16 KiB-batch segment, peak RSS < 100 MiB) with
 pass/fail. JSON goes to ``bench/out/reindex-<timestamp>.json``.
@@ -45,6 +51,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import hashlib
 import json
 import mmap
 import os
@@ -77,11 +84,17 @@ INDEX_NAME = gen.SEGMENT_NAME[: -len(".log")] + ".index"
 TIMEINDEX_NAME = gen.SEGMENT_NAME[: -len(".log")] + ".timeindex"
 
 
-def command(kind: str, partition: str, backup_dir: str, *, jsonl: bool = False) -> list[str]:
+#: The kafkatools run: the one under test, and ``bd.BEFORE`` (``--compare DIR``) after it.
+TOOLS = ["kafkatool"]
+
+
+def command(kind: str, partition: str, backup_dir: str, *, jsonl: bool = False, tool: str = "kafkatool") -> list[str]:
     fmt = ["--format", "jsonl"] if jsonl else []
+    # --compare: DIR's snapshot first on the children's path (bd.BEFORE_PATH, set in main)
+    exe = ["env", f"PYTHONPATH={bd.BEFORE_PATH[0]}", *bd.kafkatool_exe()] if tool == bd.BEFORE else bd.kafkatool_exe()
     if kind == "execute":
-        return [*bd.kafkatool_exe(), "reindex", "-q", *fmt, "--execute", "--force", "--backup-dir", backup_dir, partition]
-    return [*bd.kafkatool_exe(), "reindex", "-q", *fmt, partition]
+        return [*exe, "reindex", "-q", *fmt, "--execute", "--force", "--backup-dir", backup_dir, partition]
+    return [*exe, "reindex", "-q", *fmt, partition]
 
 
 # --------------------------------------------------------------------------- scratch partitions
@@ -162,6 +175,8 @@ def check_indexes(part: str, seg: gen.Segment) -> dict:
     )
     return {
         "ok": ok,
+        "index_sha256": hashlib.sha256(idx).hexdigest(),
+        "timeindex_sha256": hashlib.sha256(tix).hexdigest(),
         "batches_walked": batches,
         "index_entries": len(idx) // 8,
         "expected_index_entries": len(expected) // 8,
@@ -183,18 +198,18 @@ def run_json(cmd: list[str]) -> tuple[int, list[dict], str]:
     return p.returncode, objs, p.stderr
 
 
-def check_variant(label: str, part: str, seg: gen.Segment, backup_dir: str, log) -> dict:
+def check_variant(label: str, part: str, seg: gen.Segment, backup_dir: str, log, tool: str = "kafkatool") -> dict:
     """execute on a partition without indexes, compare with the independent index, then a clean dry run."""
     reset(part, backup_dir)
-    code, objs, err = run_json(command("execute", part, backup_dir, jsonl=True))
+    code, objs, err = run_json(command("execute", part, backup_dir, jsonl=True, tool=tool))
     seg_obj = next((o for o in objs if o.get("type") == "reindex_segment"), {})
-    result: dict = {"variant": label, "execute_exit": code, "execute_written": len(seg_obj.get("written", [])),
+    result: dict = {"variant": label, "tool": tool, "execute_exit": code, "execute_written": len(seg_obj.get("written", [])),
                     "execute_verified": seg_obj.get("verified"), "stderr": err.strip()[-300:]}
     try:
         result.update(check_indexes(part, seg))
     except OSError as e:
         result.update({"ok": False, "error": str(e)})
-    code2, objs2, err2 = run_json(command("dry-run", part, backup_dir, jsonl=True))
+    code2, objs2, err2 = run_json(command("dry-run", part, backup_dir, jsonl=True, tool=tool))
     summary = next((o for o in objs2 if o.get("type") == "reindex_summary"), {})
     result["dry_run_exit"] = code2
     result["dry_run_needing_changes"] = summary.get("needingChanges", summary.get("needing_changes"))
@@ -202,7 +217,7 @@ def check_variant(label: str, part: str, seg: gen.Segment, backup_dir: str, log)
         result.get("ok") and code == 0 and result["execute_written"] == 2 and result["execute_verified"]
         and code2 == 0 and result["dry_run_needing_changes"] == 0
     )
-    log(f"  {label:<16} {'ok' if result['ok'] else 'FAILED'}: {result.get('index_entries')} index entries"
+    log(f"  {label:<16} {tool:<14} {'ok' if result['ok'] else 'FAILED'}: {result.get('index_entries')} index entries"
         f" (independent: {result.get('expected_index_entries')}, identical: {result.get('index_identical')}),"
         f" {result.get('timeindex_entries')} time entries; dry run exit {code2}"
         + ("" if result["ok"] else f"; {err.strip()[-200:]} {err2.strip()[-200:]}"))
@@ -216,6 +231,7 @@ def check_variant(label: str, part: str, seg: gen.Segment, backup_dir: str, log)
 class Result:
     variant: str
     command: str
+    tool: str
     argv: list[str]
     seconds: float
     max_rss_mib: float
@@ -223,11 +239,14 @@ class Result:
     batches: int
     gb_per_s: float = 0.0
     net_gb_per_s: float | None = None
+    ratio_vs_base: float | None = None
+    """``--compare``, on kafkatool rows: kafkatool-base seconds / these seconds (> 1: the working tree faster)."""
     runs: list[dict] = field(default_factory=list)
 
 
 def evaluate_targets(results: list[Result]) -> list[dict]:
     out = []
+    results = [r for r in results if r.tool == "kafkatool"]  # the targets are the working tree's
     for r in results:
         if r.variant.startswith(TARGET_GBPS_VARIANT + "-") and not r.variant.endswith(f"-{gen.QUICK_MIB}m"):
             ok = r.gb_per_s >= TARGET_GBPS
@@ -245,11 +264,16 @@ def evaluate_targets(results: list[Result]) -> list[dict]:
 
 
 def fmt_table(results: list[Result], fixed: dict[str, float]) -> str:
-    head = f"{'variant':<16} {'command':<8} {'seconds':>8} {'GB/s':>6} {'net GB/s':>8} {'peak RSS MiB':>12} {'batches':>8}"
+    compare = any(r.tool != "kafkatool" for r in results)
+    tool_head = f" {'tool':<14}" if compare else ""
+    head = (f"{'variant':<16} {'command':<8}{tool_head} {'seconds':>8} {'GB/s':>6} {'net GB/s':>8} {'peak RSS MiB':>12} {'batches':>8}"
+            + (f"  {'x base':>6}" if compare else ""))
     rows = [head, "-" * len(head)]
     for r in results:
         net = f"{r.net_gb_per_s:8.2f}" if r.net_gb_per_s is not None else f"{'-':>8}"
-        rows.append(f"{r.variant:<16} {r.command:<8} {r.seconds:8.3f} {r.gb_per_s:6.2f} {net} {r.max_rss_mib:12.1f} {r.batches:8d}")
+        tool = f" {r.tool:<14}" if compare else ""
+        xb = f"  {'x%.2f' % r.ratio_vs_base if r.ratio_vs_base is not None else '':>6}" if compare else ""
+        rows.append(f"{r.variant:<16} {r.command:<8}{tool} {r.seconds:8.3f} {r.gb_per_s:6.2f} {net} {r.max_rss_mib:12.1f} {r.batches:8d}{xb}")
     return "\n".join(rows)
 
 
@@ -266,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-check", action="store_true", help="skip the untimed correctness checks")
     ap.add_argument("--clean-start", action="store_true", help=bd.CLEAN_START_HELP)
     ap.add_argument("--live", action="store_true", help="run the working tree's kafkatool, not a snapshot taken at the start")
+    ap.add_argument("--compare", metavar="DIR", help=f"also run the kafkatool of another checkout (DIR/kafkatool, its extension built) as the tool {bd.BEFORE}, interleaved with the working tree's: before/after measured side by side")
     ap.add_argument("--out", default=os.path.join(HERE, "out"), help="directory for the JSON report")
     ap.add_argument("--seed", type=int, default=gen.DEFAULT_SEED)
     args = ap.parse_args(argv)
@@ -279,8 +304,21 @@ def main(argv: list[str] | None = None) -> int:
     log = lambda *a: print(*a, flush=True)  # noqa: E731
 
     started_versions = bd.versions()
+    tools = list(TOOLS)
+    if args.compare:
+        other = os.path.abspath(args.compare)
+        if not os.path.isfile(os.path.join(other, "kafkatool", "__init__.py")):
+            ap.error(f"{other} holds no kafkatool package")
+        other_snapshot = bd.snapshot_kafkatool(root, other)
+        started_versions["compare"] = {"tree": other, "snapshot": other_snapshot}
+        tools.append(bd.BEFORE)
     snapshot = None if args.live else bd.snapshot_kafkatool(root)
     bd.set_child_env(root, snapshot, args.clean_start)
+    if args.compare:
+        # the children's PYTHONPATH with the other snapshot in place of the one under test
+        rest = [p for p in (bd.CHILD_ENV or {}).get("PYTHONPATH", "").split(os.pathsep) if p and p not in (snapshot, bd.REPO)]
+        bd.BEFORE_PATH[:] = [os.pathsep.join([other_snapshot, *rest])]
+        log(f"{bd.BEFORE}: the kafkatool of {other} (snapshot {other_snapshot})")
     kt_info = bd.child_kafkatool_info()
     kt_location = kt_info["location"]
     load = bd.announce_under_test(log, kt_location, started_versions, snapshot, f"; command {bd.kafkatool_exe()[0]}")
@@ -306,7 +344,14 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_check:
         log("checks (execute, independent .index, clean dry run):")
         for s in segments:
-            checks.append(check_variant(label[s.path], parts[s.path], s, backups[s.path], log))
+            mine = [check_variant(label[s.path], parts[s.path], s, backups[s.path], log, tool) for tool in tools]
+            for c in mine[1:]:  # kafkatool-base: the same bytes as kafkatool's, .timeindex included
+                c["identical_to_kafkatool"] = (c.get("index_sha256"), c.get("timeindex_sha256")) == (
+                    mine[0].get("index_sha256"), mine[0].get("timeindex_sha256"))
+                if not c["identical_to_kafkatool"]:
+                    c["ok"] = False
+                    log(f"  {c['variant']:<16} {c['tool']:<14} FAILED: its .index/.timeindex differ from kafkatool's")
+            checks += mine
     checks_ok = all(c["ok"] for c in checks)
 
     # Fixed cost: both commands on an empty segment (start-up, imports, lock-free plan, exit).
@@ -316,45 +361,54 @@ def main(argv: list[str] | None = None) -> int:
     empty_part, _ = make_partition(root, "empty", empty_seg)
     empty_backup = os.path.join(root, "reindex-backup", "empty")
     fixed: dict[str, float] = {}
+    fixed_key = lambda kind, tool: kind if tool == "kafkatool" else f"{kind} {tool}"  # noqa: E731
     for _ in range(max(runs, 3) + 1):  # the first, untimed, fills the bytecode cache
         for kind in commands:
-            reset(empty_part, empty_backup)
-            if kind == "dry-run":
-                bd.run_process(command("execute", empty_part, empty_backup))
-            run, _l, _h = bd.run_process(command(kind, empty_part, empty_backup))
-            if _ > 0:
-                fixed[kind] = min(fixed.get(kind, float("inf")), run.seconds)
+            for tool in tools:
+                reset(empty_part, empty_backup)
+                if kind == "dry-run":
+                    bd.run_process(command("execute", empty_part, empty_backup, tool=tool))
+                run, _l, _h = bd.run_process(command(kind, empty_part, empty_backup, tool=tool))
+                if _ > 0:
+                    key = fixed_key(kind, tool)
+                    fixed[key] = min(fixed.get(key, float("inf")), run.seconds)
     log("fixed cost (empty segment, best): " + ", ".join(f"{k} {v:.3f} s" for k, v in fixed.items()))
 
     results: list[Result] = []
     for s in segments:
         part, backup = parts[s.path], backups[s.path]
-        best: dict[str, Result] = {}
+        best: dict[tuple[str, str], Result] = {}
         for _ in range(runs):
             for kind in commands:  # interleaved
-                if kind == "execute":
-                    reset(part, backup)
-                elif not os.path.exists(os.path.join(part, INDEX_NAME)):
-                    reset(part, backup)  # dry run wants matching indexes: build them, untimed
-                    bd.run_process(command("execute", part, backup))
-                bd.warm_cache(s.path)
-                argv_ = command(kind, part, backup)
-                run, _l, _h = bd.run_process(argv_)
-                if run.exit_code != 0:
-                    log(f"  {kind} exited {run.exit_code} on {part}: {run.stderr.strip()[-300:]}")
-                r = best.get(kind)
-                if r is None:
-                    r = best[kind] = Result(label[s.path], kind, argv_, run.seconds, run.max_rss_mib, s.file_bytes, s.batches)
-                r.runs.append(asdict(run))
-                r.seconds = min(r.seconds, run.seconds)
-                r.max_rss_mib = max(r.max_rss_mib, run.max_rss_mib)
+                for tool in tools:
+                    if kind == "execute":
+                        reset(part, backup)
+                    elif not os.path.exists(os.path.join(part, INDEX_NAME)):
+                        reset(part, backup)  # dry run wants matching indexes: build them, untimed
+                        bd.run_process(command("execute", part, backup))
+                    bd.warm_cache(s.path)
+                    argv_ = command(kind, part, backup, tool=tool)
+                    run, _l, _h = bd.run_process(argv_)
+                    if run.exit_code != 0:
+                        log(f"  {tool} {kind} exited {run.exit_code} on {part}: {run.stderr.strip()[-300:]}")
+                    r = best.get((kind, tool))
+                    if r is None:
+                        r = best[(kind, tool)] = Result(label[s.path], kind, tool, argv_, run.seconds, run.max_rss_mib,
+                                                        s.file_bytes, s.batches)
+                    r.runs.append(asdict(run))
+                    r.seconds = min(r.seconds, run.seconds)
+                    r.max_rss_mib = max(r.max_rss_mib, run.max_rss_mib)
         for kind in commands:
-            r = best[kind]
-            r.gb_per_s = s.file_bytes / GB / r.seconds
-            net = r.seconds - fixed.get(kind, 0.0)
-            r.net_gb_per_s = s.file_bytes / GB / net if net > 0 else None
-            results.append(r)
-            log(f"  {r.variant:<16} {kind:<8} {r.seconds:8.3f} s  {r.gb_per_s:6.2f} GB/s  {r.max_rss_mib:8.1f} MiB")
+            for tool in tools:
+                r = best[(kind, tool)]
+                r.gb_per_s = s.file_bytes / GB / r.seconds
+                net = r.seconds - fixed.get(fixed_key(kind, tool), 0.0)
+                r.net_gb_per_s = s.file_bytes / GB / net if net > 0 else None
+                if tool != bd.BEFORE and (kind, bd.BEFORE) in best:
+                    r.ratio_vs_base = best[(kind, bd.BEFORE)].seconds / r.seconds
+                results.append(r)
+                log(f"  {r.variant:<16} {kind:<8} {tool:<14} {r.seconds:8.3f} s  {r.gb_per_s:6.2f} GB/s  {r.max_rss_mib:8.1f} MiB"
+                    + (f"  x{r.ratio_vs_base:.2f} vs {bd.BEFORE}" if r.ratio_vs_base is not None else ""))
         reset(part, backup)
     shutil.rmtree(os.path.join(root, "reindex-backup"), ignore_errors=True)
 
@@ -364,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
     print("execute: indexes deleted before every run, rebuilt, written (fsync) and re-verified; dry-run: indexes already match")
     print("GB/s = 10^9 bytes of .log per second; net GB/s subtracts the fixed cost (empty segment)")
     print("no peer: the broker's own LogSegment.recover is the only other implementation (not runnable on its own)")
+    if args.compare:
+        print(f"{bd.BEFORE} = the kafkatool of {started_versions['compare']['tree']}, interleaved in the same run;"
+              f" x base = {bd.BEFORE} seconds / these seconds (> 1: the working tree faster)")
     print()
     print(fmt_table(results, fixed))
     print()
@@ -375,7 +432,9 @@ def main(argv: list[str] | None = None) -> int:
         print("checks: skipped (--no-check)")
     else:
         print(f"checks: {'all passed' if checks_ok else 'FAILED'} — rebuilt .index identical to the independent"
-              f" derivation in {sum(1 for c in checks if c.get('index_identical'))}/{len(checks)}")
+              f" derivation in {sum(1 for c in checks if c.get('index_identical'))}/{len(checks)}"
+              + (f"; {bd.BEFORE}'s .index and .timeindex byte-identical to kafkatool's in"
+                 f" {sum(1 for c in checks if c.get('identical_to_kafkatool'))}/{len(checks) // len(tools)}" if args.compare else ""))
 
     end_source = bd.note_source_change(started_versions, snapshot)
     os.makedirs(args.out, exist_ok=True)
@@ -387,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
         "elapsed_s": round((_dt.datetime.now() - started).total_seconds(), 1),
         "quick": args.quick,
         "runs": runs,
-        "commands": {k: command(k, "PARTITION", "BACKUP_DIR") for k in commands},
+        "commands": {fixed_key(k, t): command(k, "PARTITION", "BACKUP_DIR", tool=t) for k in commands for t in tools},
         "peer": None,
         "peer_note": "no peer: the broker's LogSegment.recover is the only other implementation",
         "rss_method": bd.rss_method(),
