@@ -26,32 +26,6 @@ from kafkatool.segment.walk import SegmentWalker, WalkStop
 
 __all__ = ["walk_as_recovery", "describe_stop"]
 
-# Transitional: IndexBuilder.scan_state() gives the slot list until segment/index.py hands out
-# an IndexScanState (kafkatool.segment.index_scan; index_v2 takes both). The walk's counters
-# sit at these slots of the list (the C enum's order).
-_LIST_BATCHES, _LIST_SHIFT = 16, 19
-
-
-def _walked(st) -> tuple[int, int | None, int | None]:
-    """``(batches, first, last)`` of the compiled loop's state."""
-    if isinstance(st, list):
-        return tuple(st[_LIST_BATCHES:_LIST_SHIFT])
-    return st.batches, st.first, st.last
-
-
-def _set_walked(st, batches: int, first: int | None, last: int | None) -> None:
-    if isinstance(st, list):
-        st[_LIST_BATCHES:_LIST_SHIFT] = batches, first, last
-    else:
-        st.batches, st.first, st.last = batches, first, last
-
-
-def _set_shift(st, shift: int) -> None:
-    if isinstance(st, list):
-        st[_LIST_SHIFT] = shift
-    else:
-        st.shift = shift
-
 
 def describe_stop(walker: SegmentWalker, reason: str | None, position: int) -> str | None:
     """Why a walk ended before the end of its segment: ``reason`` (the batch recovery refused),
@@ -99,13 +73,13 @@ def walk_as_recovery(
     shift = start - builder.valid_bytes  # file position minus the builder's layout position
     st = builder.scan_state(take_transactional) if _index_v2 is not None else None
     if st is not None:
-        _set_shift(st, shift)
+        st.shift = shift
     window_scan = None if st is None else (lambda buf, rel, lim, file_pos, batch_type: _index_v2(buf, rel, lim, file_pos, batch_type, st))
     with SegmentWalker(log_path, start=start, end=end, window_scan=window_scan) as walker:
         for batch, data in walker:
             if st is not None:  # what the compiled loop did up to this batch
                 builder.load_scan_state(st)
-                batches, first, last = _walked(st)
+                batches, first, last = st.batches, st.first, st.last
             # one unpack instead of property calls (a legacy entry's lastOffsetDelta is 0, so
             # offset + delta is its last offset too)
             (position, size, offset, _magic, crc, _attrs, lod, _bts, mts, _pid, _pepoch, _bseq, _count, _ple, computed) = batch
@@ -136,11 +110,11 @@ def walk_as_recovery(
                 break
             if st is not None:
                 builder.store_scan_state(st)
-                _set_walked(st, batches, first, last)
+                st.batches, st.first, st.last = batches, first, last
         else:  # the compiled loop may have gone on after the last batch handled here
             if st is not None:
                 builder.load_scan_state(st)
-                batches, first, last = _walked(st)
+                batches, first, last = st.batches, st.first, st.last
     return walker, batches, first, last, bad
 
 

@@ -451,12 +451,11 @@ def _walk(log_path: str, base: int, builder: IndexBuilder, start: int, *, marker
     error: IndexAppendError | None = found.get("error")
     if error is None:  # a CRC mismatch: the frame may be wrong
         return _Walk(start, stopped, n, first, last, pos, "bad", reason, frame_end)
-    message = error.message
-    if message.startswith("Attempt to append an offset"):
+    if error.kind in ("offset_index_invalid_offset", "time_index_invalid_offset"):
         # InvalidOffsetException, from OffsetIndex.append or TimeIndex.maybeAppend (§8.3); in the
         # second case the offset index already took the entry when the time index threw
         entries = tuple(builder.offset_entries)
-        if message.startswith("Attempt to append an offset ("):
+        if error.kind == "time_index_invalid_offset":
             entries += (OffsetIndexEntry(batch.offset + batch.last_offset_delta - base, builder.valid_bytes),)
         return _Walk(start, stopped, n, first, last, pos, "invalid_offset", reason, frame_end, entries)
     # a full index, a timestamp going backwards: IllegalArgumentException / IllegalStateException

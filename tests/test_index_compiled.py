@@ -20,7 +20,7 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import Batch
 from kafkatool.record.control import ControlType, encode_end_txn_marker
 from kafkatool.record.v2 import RecordSpec, encode_batch
-from kafkatool.segment.index import IX_BATCHES, IX_SHIFT, IndexAppendError, IndexBuilder
+from kafkatool.segment.index import IndexAppendError, IndexBuilder
 from kafkatool.segment.walk import SegmentWalker
 from test_verify import control, fix_crc
 
@@ -55,7 +55,7 @@ def _build(path: str, builder: IndexBuilder, st, scan, window: int):
         for batch, _data in walker:
             if st is not None:
                 builder.load_scan_state(st)
-                batches, first, last = st[IX_BATCHES:IX_SHIFT]
+                batches, first, last = st.batches, st.first, st.last
             if batch.crc != batch.computed_crc:
                 error = ("crc", batch.position)
                 break
@@ -69,11 +69,11 @@ def _build(path: str, builder: IndexBuilder, st, scan, window: int):
             last = batch.offset + batch.last_offset_delta
             if st is not None:
                 builder.store_scan_state(st)
-                st[IX_BATCHES:IX_SHIFT] = batches, first, last
+                st.batches, st.first, st.last = batches, first, last
         else:
             if st is not None:
                 builder.load_scan_state(st)
-                batches, first, last = st[IX_BATCHES:IX_SHIFT]
+                batches, first, last = st.batches, st.first, st.last
     try:
         index, timeindex = builder.finish()
     except IndexAppendError as e:  # the final time entry can be refused too (an offset gone backwards)
@@ -191,7 +191,7 @@ def test_state_errors_are_type_errors_not_crashes():
         repair_module._index_v2(b"", 0, 0, 0, Batch, [])
     builder = IndexBuilder(BASE)
     st = builder.scan_state(take_transactional=True)
-    st[13] = b"not a bytearray"
+    st.offset_buf = b"not a bytearray"
     with pytest.raises(TypeError):
         repair_module._index_v2(b"", 0, 0, 0, Batch, st)
     with pytest.raises((ValueError, KafkaToolError)):

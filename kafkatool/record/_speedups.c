@@ -1952,8 +1952,8 @@ scan_fd(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 /* ==================================================================== index_v2 */
 
 /* The state index_v2 reads at entry and writes back at exit: a
-   kafkatool.segment.index_scan.IndexScanState (one attribute per field, names below, interned
-   once), or the older slot list (slots in this order, kafkatool.segment.index names them). */
+   kafkatool.segment.index_scan.IndexScanState, one attribute per field (names below, interned
+   once). The enum numbers the fields for the tables here. */
 enum {
     IX_BASE,              /* int: the segment's base offset */
     IX_INTERVAL,          /* int: index.interval.bytes */
@@ -2005,15 +2005,10 @@ ix_intern(void)
     return 0;
 }
 
-/* state.<field> (a new reference), or state[slot] (new reference too) for the slot list. */
+/* state.<field>, a new reference. */
 static PyObject *
 ix_item(PyObject *st, int slot)
 {
-    if (PyList_CheckExact(st)) {
-        PyObject *o = PyList_GET_ITEM(st, slot);
-        Py_INCREF(o);
-        return o;
-    }
     return PyObject_GetAttr(st, ix_field[slot]);
 }
 
@@ -2068,8 +2063,6 @@ ix_set(PyObject *st, int slot, PyObject *value) /* steals value */
     int rc;
     if (value == NULL)
         return -1;
-    if (PyList_CheckExact(st))
-        return PyList_SetItem(st, slot, value);
     rc = PyObject_SetAttr(st, ix_field[slot], value);
     Py_DECREF(value);
     return rc;
@@ -2111,8 +2104,8 @@ ix_begin(PyObject *st, struct ix_state *x)
 {
     PyObject *take;
     memset(x, 0, sizeof(*x));
-    if (PyList_CheckExact(st) ? PyList_GET_SIZE(st) != IX_NSLOTS : !PyObject_HasAttr(st, ix_field[IX_SHIFT])) {
-        PyErr_Format(PyExc_TypeError, "index state must be an IndexScanState (or a list of %d items)", IX_NSLOTS);
+    if (!PyObject_HasAttr(st, ix_field[IX_SHIFT])) {
+        PyErr_SetString(PyExc_TypeError, "index state must be a kafkatool.segment.index_scan.IndexScanState");
         return -1;
     }
     if ((x->obuf = ix_item(st, IX_OFFSET_BUF)) == NULL || (x->tbuf = ix_item(st, IX_TIME_BUF)) == NULL)
@@ -2257,8 +2250,7 @@ PyDoc_STRVAR(index_v2_doc,
 "Each batch whose CRC-32C matches, that is not a control batch nor transactional\n"
 "(unless the state says to take transactional data batches too), and that kafkatool.segment.index.IndexBuilder.add_batch\n"
 "would accept without an error is indexed here: ``state`` (an IndexScanState of\n"
-"kafkatool.segment.index_scan, or the older slot list) is updated and the entries\n"
-"appended to its bytearrays.\n"
+"kafkatool.segment.index_scan) is updated and the entries appended to its bytearrays.\n"
 "The walk stops after the first other batch and returns it, with the state as it\n"
 "was before that batch, for Python to handle. Returns ``(batches, next_pos,\n"
 "status)`` as walk_v2 does, ``batches`` holding at most that one batch.");

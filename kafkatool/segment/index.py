@@ -17,6 +17,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Iterable, Iterator, NamedTuple, Sequence, TypeVar, overload
 
+from kafkatool.segment.index_scan import IndexScanState
 from kafkatool.errors import CorruptIndexError
 from kafkatool.record.layout import INT32_MAX
 from kafkatool.segment.files import parse_base_offset
@@ -64,12 +65,6 @@ DEFAULT_MAX_INDEX_SIZE = 10485760  # segment.index.bytes (§8.2)
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes (§8.3)
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP (§1)
 
-# slots of the state list shared with the compiled indexing loop (_speedups.index_v2)
-(
-    IX_BASE, IX_INTERVAL, IX_VALID, IX_LAST_ENTRY, IX_MAX_TS, IX_OFF_MAX_TS, IX_OFF_ENTRIES, IX_MAX_OFF_ENTRIES,
-    IX_LAST_OFFSET, IX_TIME_ENTRIES, IX_MAX_TIME_ENTRIES, IX_LAST_TIME_TS, IX_LAST_TIME_OFF, IX_OFFSET_BUF,
-    IX_TIME_BUF, IX_TAKE_TXN, IX_BATCHES, IX_FIRST, IX_LAST, IX_SHIFT,
-) = range(20)
 _WARM_BYTES = 8192  # AbstractIndex.warmEntries() = 8192 / entrySize
 
 
@@ -491,7 +486,8 @@ class IndexBuilder:
         if self._offset_entries != 0 and offset <= self._last_offset:
             raise IndexAppendError(
                 f"Attempt to append an offset {offset} to position {self._offset_entries} no larger than "
-                f"the last offset appended ({self._last_offset}){self._where('offset index')}"
+                f"the last offset appended ({self._last_offset}){self._where('offset index')}",
+                kind="offset_index_invalid_offset",  # Kafka's InvalidOffsetException (§8.3)
             )
         if position > INT32_MAX:
             # A segment is at most 2^31-1 bytes (§3); the position field is an int32.
@@ -510,7 +506,8 @@ class IndexBuilder:
         if self._time_entries != 0 and offset < last_offset:
             raise IndexAppendError(
                 f"Attempt to append an offset ({offset}) to slot {self._time_entries} no larger than "
-                f"the last offset appended ({last_offset}){self._where('time index')}"
+                f"the last offset appended ({last_offset}){self._where('time index')}",
+                kind="time_index_invalid_offset",  # Kafka's InvalidOffsetException (§8.3)
             )
         if self._time_entries != 0 and timestamp < last_ts:
             raise IndexAppendError(
@@ -576,32 +573,44 @@ class IndexBuilder:
         self._valid_bytes += size
 
     # ---------------------------------------------------------------- the compiled loop
-    def scan_state(self, take_transactional: bool) -> list:
-        """This builder's state as the list ``_speedups.index_v2`` reads and updates (slots
-        ``IX_*``); ``take_transactional``: index transactional batches there too (the caller
-        keeps no producer state). The index bytearrays are shared, not copied."""
+    def scan_state(self, take_transactional: bool) -> IndexScanState:
+        """This builder's state as the :class:`IndexScanState` ``_speedups.index_v2`` reads and
+        updates; ``take_transactional``: index transactional batches there too (the caller keeps
+        no producer state). The index bytearrays are shared, not copied."""
         if self._finished:
             raise IndexAppendError("IndexBuilder.scan_state called after finish()")
-        return [
-            self.base_offset, self.index_interval_bytes, self._valid_bytes, self._last_index_entry,
-            self._max_timestamp, self._offset_of_max_timestamp, self._offset_entries, self._max_offset_entries,
-            self._last_offset, self._time_entries, self._max_time_entries, *self._last_time_entry,
-            self._offset, self._time, take_transactional, 0, None, None, 0,
-        ]
+        ts, off = self._last_time_entry
+        return IndexScanState(
+            base=self.base_offset, interval=self.index_interval_bytes, valid=self._valid_bytes,
+            last_entry=self._last_index_entry, max_ts=self._max_timestamp, off_max_ts=self._offset_of_max_timestamp,
+            off_entries=self._offset_entries, max_off_entries=self._max_offset_entries, last_offset=self._last_offset,
+            time_entries=self._time_entries, max_time_entries=self._max_time_entries, last_time_ts=ts,
+            last_time_off=off, offset_buf=self._offset, time_buf=self._time, take_txn=take_transactional,
+        )
 
-    def load_scan_state(self, st: list) -> None:
+    def load_scan_state(self, st: IndexScanState) -> None:
         """Take the state the compiled loop left in ``st``."""
-        (_b, _i, self._valid_bytes, self._last_index_entry, self._max_timestamp, self._offset_of_max_timestamp,
-         self._offset_entries, _m, self._last_offset, self._time_entries, _t, ts, off) = st[:IX_OFFSET_BUF]
-        self._last_time_entry = (ts, off)
+        self._valid_bytes = st.valid
+        self._last_index_entry = st.last_entry
+        self._max_timestamp = st.max_ts
+        self._offset_of_max_timestamp = st.off_max_ts
+        self._offset_entries = st.off_entries
+        self._last_offset = st.last_offset
+        self._time_entries = st.time_entries
+        self._last_time_entry = (st.last_time_ts, st.last_time_off)
 
-    def store_scan_state(self, st: list) -> None:
+    def store_scan_state(self, st: IndexScanState) -> None:
         """Give the compiled loop this builder's state (after Python handled a batch)."""
-        st[IX_VALID:IX_OFFSET_BUF] = [
-            self._valid_bytes, self._last_index_entry, self._max_timestamp, self._offset_of_max_timestamp,
-            self._offset_entries, self._max_offset_entries, self._last_offset, self._time_entries,
-            self._max_time_entries, *self._last_time_entry,
-        ]
+        st.valid = self._valid_bytes
+        st.last_entry = self._last_index_entry
+        st.max_ts = self._max_timestamp
+        st.off_max_ts = self._offset_of_max_timestamp
+        st.off_entries = self._offset_entries
+        st.max_off_entries = self._max_offset_entries
+        st.last_offset = self._last_offset
+        st.time_entries = self._time_entries
+        st.max_time_entries = self._max_time_entries
+        st.last_time_ts, st.last_time_off = self._last_time_entry
 
     @property
     def valid_bytes(self) -> int:
