@@ -35,7 +35,9 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch
 from kafkatool.record.compression import Codec, codec_name
 from kafkatool.record.layout import CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT
-from kafkatool.segment.logdir import BatchReader, Entry, EntryType, LogDir, Partition, Segment, Target, expand
+from kafkatool.segment.logdir import (
+    BatchReader, Entry, EntryType, FileKind, LogDir, Partition, Segment, Target, expand, segments_of,
+)
 
 __all__ = [
     "CHECKPOINTS",
@@ -599,10 +601,15 @@ def partition_stats(partition: Partition, opts: StatsOptions = StatsOptions(), *
     log dir is the partition dir's parent; ``checkpoints`` keeps them read across calls)."""
     problems: list[Problem] = []
     try:
-        segments = partition.segments()
+        listing = partition.listing()
     except KafkaToolError as e:
         problems.append(_problem(e, partition.path, "unreadable"))
-        segments = []
+        listing = []
+    for e in listing:  # a FIFO or a directory named like a segment is never opened, but said
+        if e.kind is FileKind.LOG and not e.is_file:
+            problems.append(Problem(e.path, None, f"named like a segment but a {e.type.value}: not read",
+                                    "not_regular_file"))
+    segments = segments_of(listing)
     return _stats(partition.path, partition, segments, opts, checkpoints or CheckpointCache(), problems)
 
 
@@ -875,8 +882,13 @@ def _is_log_dir(t: Target) -> bool:
 
 def _is_partition(t: Target) -> bool:
     """A directory holding segment files, or named ``<topic>-<partition>`` and not a log dir (a log
-    dir named ``data-1`` or ``kafka-logs-2``, as JBOD setups name them, is searched instead)."""
-    return t.holds_segments or (t.partition_dir is not None and not _is_log_dir(t))
+    dir named ``data-1`` or ``kafka-logs-2``, as JBOD setups name them, is searched instead) that
+    was named on the command line or sits in a log dir: ``/etc/dbus-1`` is no partition."""
+    if t.holds_segments:
+        return True
+    if t.partition_dir is None or _is_log_dir(t):
+        return False
+    return t.named or (t.parent is not None and _is_log_dir(t.parent))
 
 
 def _descend(target: Target, entry: Entry) -> bool:

@@ -531,6 +531,38 @@ def test_usage_errors_exit_2(built: Path, tmp_path: Path) -> None:
     assert r.returncode == 2 and "Traceback" not in r.stderr
 
 
+def test_a_partition_named_dir_counts_only_where_kafka_would_put_one(tmp_path: Path) -> None:
+    # /etc/dbus-1 is named like a partition; found below a directory that is no log dir and
+    # holding no segment, it is not one (verify and dump agree: nothing Kafka here)
+    etc = tmp_path / "etc"
+    (etc / "dbus-1" / "system.d").mkdir(parents=True)
+    (etc / "polkit-1").mkdir()
+    r = run(str(etc))
+    assert r.returncode == 2 and "nothing Kafka found here" in r.stderr and r.stdout == "", r
+    # in a log dir, a partition dir without segments is a partition (a new one, or emptied)
+    log_dir = tmp_path / "data"
+    (log_dir / "orders-7").mkdir(parents=True)
+    (log_dir / "meta.properties").write_text("version=1\n")
+    r = run("--format", "jsonl", str(log_dir))
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert r.returncode == 0 and [(x["topic"], x["partition"]) for x in rows if x["type"] == "partition"] == [("orders", 7)]
+    # and named on the command line, it is read as one, as verify reads it
+    r = run("--format", "jsonl", str(etc / "polkit-1"))
+    assert r.returncode == 0 and json.loads(r.stdout.splitlines()[0])["topic"] == "polkit"
+
+
+def test_a_fifo_named_like_a_segment_is_a_problem_never_opened(built: Path) -> None:
+    fifo = built / "00000000000000000099.log"
+    os.mkfifo(fifo)  # opening it for reading would block: the run must end all the same
+    r = subprocess.run([sys.executable, "-m", "kafkatool", "stats", "--format", "jsonl", str(built)], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    row = json.loads(r.stdout.splitlines()[0])
+    assert r.returncode == 1, r
+    assert [p for p in row["problems"] if p["file"] == str(fifo)] == [
+        {"file": str(fifo), "position": None, "kind": "not_regular_file", "message": "named like a segment but a FIFO: not read"}
+    ], row["problems"]
+
+
 def test_jsonl_names_and_summary(built: Path) -> None:
     write_checkpoint(built.parent / "recovery-point-offset-checkpoint", ["audit 3 20"])
     r = run("--format", "jsonl", str(built.parent))

@@ -42,6 +42,7 @@ __all__ = [
     "PartitionReader",
     "Entry",
     "EntryType",
+    "FileKind",
     "LogDir",
     "Partition",
     "Segment",
