@@ -975,7 +975,12 @@ def plan_truncate_paths(
     plans = []
     for d, segs in by_dir.items():
         try:
-            plan = plan_truncate(d, keep_valid_after, index_interval_bytes, segments=segs)
+            try:
+                plan = plan_truncate(d, keep_valid_after, index_interval_bytes, segments=segs)
+            except FileNotFoundError as e:  # a file went while planning: another run, or a broker
+                _changed_while_planned(d, e)
+                plan = plan_truncate(d, keep_valid_after, index_interval_bytes,
+                                     segments=[s for s in segs if os.path.lexists(s)] if segs else segs)
         except OSError as e:  # the partition dir or a segment cannot be read: the others go on
             if on_error is None:
                 raise
@@ -985,6 +990,19 @@ def plan_truncate_paths(
         if on_plan is not None:
             on_plan(plan, sum(_size_or_zero(s) for s in segs))
     return plans
+
+
+def _changed_while_planned(partition_dir: str, error: FileNotFoundError) -> None:
+    """A file of ``partition_dir`` went while it was being planned. Raise when another process
+    holds the log dir's lock (a truncate or reindex is switching its files: say so, not "cannot
+    read"); otherwise return, and the caller plans once more from what is there now."""
+    log_dir = real_log_dir_of(partition_dir)
+    holder = lock_holder(log_dir)
+    if holder is not None and holder != os.getpid():
+        who = "another process" if holder < 0 else describe_pid(holder)
+        raise FileNotFoundError(
+            error.errno, f"{error.strerror} (it went while this run planned: {who} holds the lock on this log dir "
+            f"({os.path.join(log_dir, names.LOCK)}); run again when it is done)", error.filename) from None
 
 
 def _size_or_zero(path: str) -> int:

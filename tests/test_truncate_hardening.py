@@ -970,6 +970,42 @@ def test_a_journal_in_progress_under_another_runs_lock_is_not_called_stale(tmp_p
     assert r.returncode == 2 and "changed since the interrupted truncate's journal recorded it" in r.stderr, r.stderr
 
 
+def test_a_file_gone_while_planning_names_the_run_holding_the_lock_or_is_planned_again(tmp_path: Path, monkeypatch) -> None:
+    # CI caught this race too: run B listed segment 9, then run A (holding the lock) moved it into
+    # its backup before B read it, and B said "cannot read: No such file or directory"
+    import kafkatool.truncate as truncate_module
+
+    part = _journal_partition(tmp_path / "p")
+    real_plan = truncate_module.plan_truncate
+    calls: list[str] = []
+
+    def vanishing_once(d, *a, **kw):
+        calls.append(d)
+        if len(calls) == 1:
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(part / "00000000000000000009.log"))
+        return real_plan(d, *a, **kw)
+
+    monkeypatch.setattr(truncate_module, "plan_truncate", vanishing_once)
+    errors: list[tuple[str, Exception]] = []
+    plans = truncate_module.plan_truncate_paths([str(part)], on_error=lambda d, e: errors.append((d, e)))
+    assert errors == [] and len(plans) == 1 and plans[0].cuts and len(calls) == 2  # nobody holds the lock: planned again
+    calls.clear()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl,os,sys; fd=os.open(sys.argv[1], os.O_RDWR|os.O_CREAT); "
+         "fcntl.lockf(fd, fcntl.LOCK_EX|fcntl.LOCK_NB); print('locked', flush=True); sys.stdin.read()",
+         str(part.parent / ".lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline() == b"locked\n"
+        plans = truncate_module.plan_truncate_paths([str(part)], on_error=lambda d, e: errors.append((d, e)))
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert plans == [] and len(calls) == 1 and len(errors) == 1
+    (d, e), = errors
+    assert isinstance(e, FileNotFoundError) and e.filename == str(part / "00000000000000000009.log")
+    assert f"PID {holder.pid}" in e.strerror and str(part.parent / ".lock") in e.strerror, e.strerror
+
+
 @pytest.mark.parametrize("no_exchange", ["0", "1"], ids=["exchange", "journal"])
 def test_two_runs_at_once_end_in_one_clean_state(tmp_path: Path, no_exchange: str) -> None:
     from crash_helpers import whole_state
