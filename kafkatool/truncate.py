@@ -87,17 +87,16 @@ from kafkatool.safety import (
     TruncateBackup,
     apply_locked,
     commit_journal,
-    describe_pid,
     exchange_partition,
     exchange_unavailable,
     fault_point,
     find_staging_dirs,
     fsync_dir,
+    held_elsewhere,
     identity,
     journal_record,
     journal_work,
     link_or_copy,
-    lock_holder,
     make_temp,
     read_journal,
     real_log_dir_of,
@@ -996,13 +995,11 @@ def _changed_while_planned(partition_dir: str, error: FileNotFoundError) -> None
     """A file of ``partition_dir`` went while it was being planned. Raise when another process
     holds the log dir's lock (a truncate or reindex is switching its files: say so, not "cannot
     read"); otherwise return, and the caller plans once more from what is there now."""
-    log_dir = real_log_dir_of(partition_dir)
-    holder = lock_holder(log_dir)
-    if holder is not None and holder != os.getpid():
-        who = "another process" if holder < 0 else describe_pid(holder)
+    held = held_elsewhere(real_log_dir_of(partition_dir))
+    if held is not None:
         raise FileNotFoundError(
-            error.errno, f"{error.strerror} (it went while this run planned: {who} holds the lock on this log dir "
-            f"({os.path.join(log_dir, names.LOCK)}); run again when it is done)", error.filename) from None
+            error.errno, f"{error.strerror} (it went while this run planned: {held}; run again when it is done)",
+            error.filename) from None
 
 
 def _size_or_zero(path: str) -> int:
@@ -1021,12 +1018,9 @@ def _journal_refusal(partition_dir: str, journal: str, error: RepairError) -> Re
     A journal is not necessarily an interrupted run's: another truncate may be between its
     commit point and its last rename right now, holding the log dir's lock. Then the journal
     is in progress, not stale. None when the journal is gone by now (that run completed)."""
-    log_dir = real_log_dir_of(partition_dir)
-    holder = lock_holder(log_dir)
-    if holder is not None and holder != os.getpid():
-        who = "another process" if holder < 0 else describe_pid(holder)
-        return Refusal(journal, None, f"{who} holds the lock on this log dir ({os.path.join(log_dir, names.LOCK)}) "
-                                      "and is completing this journal; run again when it is done")
+    held = held_elsewhere(real_log_dir_of(partition_dir))
+    if held is not None:
+        return Refusal(journal, None, f"{held} and is completing this journal; run again when it is done")
     if not os.path.lexists(journal):
         return None
     return Refusal(journal, None, str(error))

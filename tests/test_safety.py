@@ -282,7 +282,7 @@ def test_lock_refusal_names_the_process_holding_the_lock(tmp_path: Path) -> None
 
 
 def test_lock_holder(tmp_path: Path) -> None:
-    from kafkatool.safety import LogDirLock, lock_holder
+    from kafkatool.safety import LogDirLock, held_elsewhere, lock_holder
 
     logdir = tmp_path / "logdir"
     logdir.mkdir()
@@ -294,6 +294,9 @@ def test_lock_holder(tmp_path: Path) -> None:
         assert lock_holder(str(logdir)) == broker.pid
         (tmp_path / "via").symlink_to(logdir)
         assert lock_holder(str(tmp_path / "via")) == broker.pid
+        assert held_elsewhere(str(tmp_path / "via")) == (
+            f"PID {broker.pid} (python) holds the lock on this log dir ({logdir / '.lock'})")
+    assert held_elsewhere(str(logdir)) is None
     assert lock_holder(str(logdir)) is None
     # a lock of this very process: reported, and still held afterwards (closing any descriptor of
     # the file would drop a POSIX lock)
@@ -305,6 +308,7 @@ def test_lock_holder(tmp_path: Path) -> None:
     try:
         fcntl.lockf(fd, fcntl.LOCK_EX)  # taken without LogDirLock
         assert lock_holder(str(logdir)) == os.getpid()
+        assert held_elsewhere(str(logdir)) is None  # this process's own lock is nobody else's
         assert not can_lock(logdir / ".lock")
     finally:
         os.close(fd)

@@ -25,6 +25,7 @@ import pytest
 
 from conftest import REPO
 from crash_helpers import kafkatool
+from test_safety import LockHolder  # another process holding <log dir>/.lock, as a broker does
 from kafka.record._crc32c import crc as crc32c
 
 SEG0 = "00000000000000000000"
@@ -951,20 +952,12 @@ def test_a_journal_in_progress_under_another_runs_lock_is_not_called_stale(tmp_p
     with open(part / pending[-1], "ab") as f:  # what the run holding the lock did meanwhile, as the journal sees it
         f.write(data(100, 2, size=77))
     before = files(part)
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl,os,sys; fd=os.open(sys.argv[1], os.O_RDWR|os.O_CREAT); "
-         "fcntl.lockf(fd, fcntl.LOCK_EX|fcntl.LOCK_NB); print('locked', flush=True); sys.stdin.read()",
-         str(part.parent / ".lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert holder.stdout.readline() == b"locked\n"
+    with LockHolder(part.parent / ".lock") as holder:
         r = kafkatool("truncate", "--execute", "--backup-dir", str(root / "bk2"), str(part), no_exchange=True, stderr=True)
         assert r.returncode == 2, r
         assert f"PID {holder.pid}" in r.stderr and "holds the lock on this log dir" in r.stderr, r.stderr
         assert str(part.parent / ".lock") in r.stderr and "changed since" not in r.stderr, r.stderr
         assert files(part) == before
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=10)
     # once the lock is free the same journal is what it is: stale
     r = kafkatool("truncate", "--execute", "--backup-dir", str(root / "bk3"), str(part), no_exchange=True, stderr=True)
     assert r.returncode == 2 and "changed since the interrupted truncate's journal recorded it" in r.stderr, r.stderr
@@ -990,16 +983,8 @@ def test_a_file_gone_while_planning_names_the_run_holding_the_lock_or_is_planned
     plans = truncate_module.plan_truncate_paths([str(part)], on_error=lambda d, e: errors.append((d, e)))
     assert errors == [] and len(plans) == 1 and plans[0].cuts and len(calls) == 2  # nobody holds the lock: planned again
     calls.clear()
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import fcntl,os,sys; fd=os.open(sys.argv[1], os.O_RDWR|os.O_CREAT); "
-         "fcntl.lockf(fd, fcntl.LOCK_EX|fcntl.LOCK_NB); print('locked', flush=True); sys.stdin.read()",
-         str(part.parent / ".lock")], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-    try:
-        assert holder.stdout.readline() == b"locked\n"
+    with LockHolder(part.parent / ".lock") as holder:
         plans = truncate_module.plan_truncate_paths([str(part)], on_error=lambda d, e: errors.append((d, e)))
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=10)
     assert plans == [] and len(calls) == 1 and len(errors) == 1
     (d, e), = errors
     assert isinstance(e, FileNotFoundError) and e.filename == str(part / "00000000000000000009.log")

@@ -14,6 +14,7 @@ __all__ = [
     "LogDirLock",
     "describe_pid",
     "lock_holder",
+    "held_elsewhere",
 ]
 
 
@@ -81,6 +82,17 @@ def describe_pid(pid: int) -> str:
         return f"PID {pid} ({comm})"
     except OSError:
         return f"PID {pid}"
+
+
+def held_elsewhere(log_dir: str) -> str | None:
+    """``PID 1234 (java) holds the lock on this log dir (<real log dir>/.lock)`` when a process
+    other than this one holds it, else None: why a plan made without the lock met files that
+    moved under it (another kafkatool run switching them, or a broker)."""
+    log_dir = os.path.realpath(log_dir)
+    holder = lock_holder(log_dir)
+    if holder is None or holder == os.getpid():
+        return None
+    return f"{describe_pid(holder)} holds the lock on this log dir ({os.path.join(log_dir, names.LOCK)})"
 
 
 class LogDirLock:
