@@ -1,0 +1,231 @@
+"""Bulk encoders for the converter: many records in, one bytes object out (spec §4, §5).
+
+:func:`v2_records` and :func:`legacy_messages` encode a whole batch's records in one call
+(the per-record loop is the hot path of ``kafkatool convert``); :func:`v2_batch` and
+:func:`legacy_wrapper` frame an already encoded (and possibly compressed) body. The bytes are
+exactly those of :func:`kafkatool.record.v2.encode_record` / :func:`~kafkatool.record.v2.encode_batch`
+and :func:`kafkatool.record.legacy.encode_message` / :func:`~kafkatool.record.legacy.encode_legacy`.
+
+A record is anything indexable as ``(offset, timestamp, key, value, headers, ...)``: a
+:class:`~kafkatool.record.batch.Record` or a :class:`~kafkatool.record.v2.RecordSpec`. The
+compiled extension provides the two per-record loops when it is built (the same bytes);
+``KAFKATOOL_PURE=1`` keeps them in Python.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Sequence
+
+from kafkatool.errors import InvalidRecordError
+from kafkatool.record.crc import crc32c
+from kafkatool.record.layout import LOG_OVERHEAD, V2_CRC_START, V2_HEADER, V2_HEADER_SIZE
+from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
+
+__all__ = ["v2_records", "legacy_messages", "v2_batch", "legacy_wrapper", "py_v2_records", "py_legacy_messages"]
+
+_U32 = struct.Struct(">I")
+_MSG_V0 = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes (§5.1)
+_MSG_V1 = struct.Struct(">qiIbbq")  # ... + timestamp
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_NULL = _I32.pack(-1)
+
+
+def _uvarint(v: int) -> bytes:
+    """The unsigned varint bytes of ``v`` (already zig-zagged and masked)."""
+    if v < 0x80:
+        return bytes((v,))
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+#: zig-zag varint bytes of the small values -1..63 (lengths, deltas, counts): one lookup
+_SMALL = {v: _uvarint(((v << 1) ^ (v >> 31)) & 0xFFFFFFFF) for v in range(-1, 64)}
+
+
+def _varint(v: int) -> bytes:
+    """Zig-zag varint (32-bit), as :func:`kafkatool.record.varint.encode_varint`."""
+    b = _SMALL.get(v)
+    if b is not None:
+        return b
+    return _uvarint(((v << 1) ^ (v >> 31)) & 0xFFFFFFFF)
+
+
+def _varlong(v: int) -> bytes:
+    """Zig-zag varlong (64-bit), as :func:`kafkatool.record.varint.encode_varlong`."""
+    return _uvarint(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def py_v2_records(records: Sequence, base_offset: int, base_timestamp: int, *, headers: bool = True) -> bytes:
+    """Pure-Python :func:`v2_records` (the reference the compiled version is tested against)."""
+    out = bytearray()
+    varint = _varint
+    for r in records:
+        offset, timestamp, key, value, hdrs = r[0], r[1], r[2], r[3], r[4]
+        body = bytearray(b"\x00")  # record attributes: unused, always 0 (§4.2)
+        body += _varlong(timestamp - base_timestamp)
+        body += varint(offset - base_offset)
+        if key is None:
+            body += b"\x01"
+        else:
+            body += varint(len(key))
+            body += key
+        if value is None:
+            body += b"\x01"
+        else:
+            body += varint(len(value))
+            body += value
+        if headers and hdrs:
+            body += varint(len(hdrs))
+            for hk, hv in hdrs:
+                hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(hk)
+                body += varint(len(hkb))
+                body += hkb
+                if hv is None:
+                    body += b"\x01"
+                else:
+                    body += varint(len(hv))
+                    body += hv
+        else:
+            body += b"\x00"
+        out += varint(len(body))
+        out += body
+    return bytes(out)
+
+
+def py_legacy_messages(
+    records: Sequence,
+    magic: int,
+    *,
+    relative_to: int | None = None,
+    timestamp: int | None = None,
+    attributes: int = 0,
+) -> bytes:
+    """Pure-Python :func:`legacy_messages` (the reference the compiled version is tested against)."""
+    if magic not in (0, 1):
+        raise InvalidRecordError(f"Invalid magic value {magic}")
+    attributes &= 0xFF
+    if attributes > 127:
+        attributes -= 256
+    crc = zlib.crc32
+    i32 = _I32.pack
+    out = bytearray()
+    rel = relative_to or 0
+    for r in records:
+        offset, ts, key, value = r[0], r[1], r[2], r[3]
+        if timestamp is not None:
+            ts = timestamp
+        if magic == 1:
+            prefix = _I64.pack(ts)
+            size = 22  # magic + attributes + timestamp + crc + two lengths
+        else:
+            prefix = b""
+            size = 14
+        kb = _NULL if key is None else i32(len(key)) + key
+        vb = _NULL if value is None else i32(len(value)) + value
+        if key is not None:
+            size += len(key)
+        if value is not None:
+            size += len(value)
+        tail = prefix + kb + vb
+        head = bytes((magic, attributes & 0xFF))
+        c = crc(tail, crc(head))
+        out += _MSG_V0.pack(offset - rel, size, c, magic, attributes)
+        out += tail
+    return bytes(out)
+
+
+def v2_batch(
+    body: bytes | memoryview,
+    *,
+    base_offset: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    attributes: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    partition_leader_epoch: int,
+    count: int,
+    magic: int = 2,
+) -> bytes:
+    """One v2 batch with its log overhead: the 61-byte header, its CRC-32C, then ``body``
+    (the records section, already compressed when ``attributes`` names a codec), §4.1."""
+    attrs = attributes & 0xFFFF
+    if attrs > 0x7FFF:
+        attrs -= 0x10000
+    header = bytearray(
+        V2_HEADER.pack(
+            base_offset,
+            V2_HEADER_SIZE - LOG_OVERHEAD + len(body),
+            partition_leader_epoch,
+            magic,
+            0,
+            attrs,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            count,
+        )
+    )
+    crc = crc32c(body, crc32c(memoryview(header)[V2_CRC_START:]))
+    _U32.pack_into(header, V2_CRC_START - 4, crc)
+    header += body
+    return bytes(header)
+
+
+def legacy_wrapper(inner: bytes | memoryview, *, magic: int, offset: int, timestamp: int, attributes: int) -> bytes:
+    """One legacy message whose value is ``inner`` (the compressed inner messages) and whose key
+    is null, CRC-32 computed (§5.1, §5.2). ``timestamp`` is ignored for magic 0."""
+    if magic not in (0, 1):
+        raise InvalidRecordError(f"Invalid magic value {magic}")
+    a = attributes & 0xFF
+    body = bytearray((magic, a))
+    if magic == 1:
+        body += _I64.pack(timestamp)
+    body += _NULL
+    body += _I32.pack(len(inner))
+    body += inner
+    c = zlib.crc32(body)
+    return _I64.pack(offset) + _I32.pack(len(body) + 4) + _U32.pack(c) + bytes(body)
+
+
+# the compiled loops, or None (both or neither: a stale build lacks them)
+_c_v2_records, _c_legacy_messages = _compiled("encode_v2_records", "encode_legacy_messages")
+
+
+def v2_records(records: Sequence, base_offset: int, base_timestamp: int, *, headers: bool = True) -> bytes:
+    """The v2 records section (§4.2) of ``records``, uncompressed: offset deltas from
+    ``base_offset``, timestamp deltas from ``base_timestamp``, record attributes 0.
+    ``headers=False`` writes every record with no headers (they are dropped)."""
+    if _c_v2_records is not None:
+        return _c_v2_records(records, base_offset, base_timestamp, headers)
+    return py_v2_records(records, base_offset, base_timestamp, headers=headers)
+
+
+def legacy_messages(
+    records: Sequence,
+    magic: int,
+    *,
+    relative_to: int | None = None,
+    timestamp: int | None = None,
+    attributes: int = 0,
+) -> bytes:
+    """One legacy message (magic 0 or 1, with log overhead) per record, each with its CRC-32
+    (§5.1). ``relative_to``: offsets written as ``offset - relative_to`` (a v1 wrapper's inner
+    messages); None writes them absolute. ``timestamp``: None writes each record's own (v1), an
+    int writes that one for all (LogAppendTime); v0 has none. ``attributes`` is every
+    message's attributes byte."""
+    if _c_legacy_messages is not None:
+        return _c_legacy_messages(records, magic, relative_to, timestamp, attributes)
+    return py_legacy_messages(records, magic, relative_to=relative_to, timestamp=timestamp, attributes=attributes)
