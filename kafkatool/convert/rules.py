@@ -1,0 +1,493 @@
+"""The conversion rules (spec §13): one source entry in, the output entries out.
+
+:class:`BatchConverter` is fed the entries of a segment in file order and returns, for each, the
+output entries (a v2 batch, or legacy messages/wrappers, each with its log overhead) that are
+complete at that point. It never reads or writes a file; the segment layer
+(:mod:`kafkatool.convert.source`) walks the ``.log`` and applies the damage policy, and counts
+what is lost in the :class:`~kafkatool.convert.options.Loss` it is given.
+
+The rules, by source and target magic (offsets are always kept):
+
+* **v2 → v2**: one output batch per source batch, every header field kept (producer id/epoch, base
+  sequence, transactional and control flags, leader epoch, delete horizon, timestamp type, base
+  and max timestamps, lastOffsetDelta); only the codec bits, the records section, batchLength and
+  the CRC change. The records section is decompressed and recompressed, never decoded (the fast
+  path); same codec: the entry's bytes, unchanged. Control batches stay uncompressed. An empty
+  (compacted) batch gets the target codec's bits and no records section, as Kafka's
+  ``writeEmptyHeader`` writes one.
+* **v2 → v0/v1**: control batches dropped; the records of a batch become one legacy message each
+  (uncompressed target) or ONE wrapper (compressed target) whose offset is the last record's, with
+  v1 inner offsets relative to the first record and v0 ones absolute. Headers, producer fields,
+  the leader epoch and the transactional flag are dropped (counted), v0 loses timestamps (counted).
+  A LogAppendTime batch gives v1 messages (inner and wrapper) carrying its maxTimestamp, with
+  attribute bit 3 set on each. A batch with no records left is skipped (counted).
+* **v0/v1 → v2**: a compressed wrapper becomes one v2 batch; consecutive uncompressed messages are
+  coalesced into one v2 batch while the whole output batch (log overhead included) stays within
+  ``max_batch_bytes`` (a batch of exactly that size fits; one record larger than it is a batch on
+  its own). A run ends at a change of magic or timestamp type, at a LogAppendTime message whose
+  timestamp differs from the run's (a v2 batch has one log-append time), and at an offset that
+  does not follow the run's last one. Timestamps are copied (v0: -1), producer fields and leader
+  epoch are -1, the codec is ``options.codec`` or the source's.
+* **v0 ↔ v1** (and a legacy codec change): same magic and codec, the entry's bytes unchanged;
+  otherwise re-encoded at the target magic. A wrapper stays one wrapper; uncompressed messages
+  stay one message each, or are coalesced as above into one wrapper when a codec is asked
+  (measured on the uncompressed inner messages plus the wrapper's overhead).
+
+A codec the target cannot take (zstd below v2: asked, or kept from a zstd v2 batch) raises a
+located :class:`~kafkatool.errors.KafkaToolError` of kind ``"refused"`` (``plan_convert`` refuses
+it before anything is written; this is the guard behind it).
+
+``dry=True`` counts exactly what a real run counts (it decodes and decompresses what a real run
+does, so a batch that fails, fails there too) and skips encoding and compression.
+``salvaged=True`` (a batch whose CRC failed): its records are decoded (they must decode) and it is
+always re-encoded, so it gets a new CRC.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Iterable, Sequence
+
+from kafkatool.convert.aborted import AbortedSet
+from kafkatool.convert.options import ConvertOptions, Loss
+from kafkatool.errors import CompressionError, InvalidRecordError, KafkaToolError
+from kafkatool.record.batch import LOG_APPEND_TIME, Batch, Record
+from kafkatool.record.compression import Codec, compress, decompress
+from kafkatool.record.encode import legacy_messages, legacy_wrapper, v2_batch, v2_records
+from kafkatool.record.layout import (
+    CODEC_MASK,
+    INT32_MAX,
+    LEGACY,
+    LEGACY_TIMESTAMP_TYPE_BIT,
+    LOG_OVERHEAD,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+    TIMESTAMP_TYPE_BIT,
+    V2,
+    V2_HEADER_SIZE,
+)
+from kafkatool.record.records import batch_record_chunks
+
+__all__ = ["BatchConverter", "v2_record_size"]
+
+_I32 = struct.Struct(">i")
+
+
+def _uvarint_size(v: int) -> int:
+    n = 1
+    while v >= 0x80:
+        v >>= 7
+        n += 1
+    return n
+
+
+def _varint_size(v: int) -> int:
+    return _uvarint_size(((v << 1) ^ (v >> 31)) & 0xFFFFFFFF)
+
+
+def _varlong_size(v: int) -> int:
+    return _uvarint_size(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
+
+
+def v2_record_size(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None) -> int:
+    """Bytes one v2 record without headers takes in a records section (§4.2), its length
+    varint included: what :func:`kafkatool.record.encode.v2_records` writes for it."""
+    body = 1 + _varlong_size(timestamp_delta) + _varint_size(offset_delta) + 1  # attributes ... header count 0
+    body += 1 if key is None else _varint_size(len(key)) + len(key)
+    body += 1 if value is None else _varint_size(len(value)) + len(value)
+    return _varint_size(body) + body
+
+
+def _legacy_message_size(magic: int, key: bytes | None, value: bytes | None) -> int:
+    """Bytes one legacy message takes with its log overhead (§5.1)."""
+    size = LOG_OVERHEAD + (RECORD_OVERHEAD_V1 if magic == 1 else RECORD_OVERHEAD_V0)
+    if key is not None:
+        size += len(key)
+    if value is not None:
+        size += len(value)
+    return size
+
+
+def _split_messages(buf: bytes) -> list[bytes]:
+    """The legacy messages of ``buf`` (written by ``legacy_messages``), one bytes each."""
+    out = []
+    pos = 0
+    end = len(buf)
+    mv = memoryview(buf)
+    size_at = _I32.unpack_from
+    while pos < end:
+        nxt = pos + LOG_OVERHEAD + size_at(buf, pos + LEGACY.SIZE_FIELD)[0]
+        out.append(bytes(mv[pos:nxt]))
+        pos = nxt
+    return out
+
+
+class _Run:
+    """Consecutive uncompressed legacy messages waiting to become one output entry."""
+
+    __slots__ = ("key", "records", "count", "size", "base_offset", "base_timestamp", "last_offset", "max_timestamp")
+
+    def __init__(self, key: tuple, first: Record, size: int, keep: bool) -> None:
+        self.key = key  # (source magic, timestamp type, log-append time or None)
+        self.records: list[Record] | None = [first] if keep else None
+        self.count = 1
+        self.size = size
+        self.base_offset = first.offset
+        self.base_timestamp = first.timestamp
+        self.last_offset = first.offset
+        self.max_timestamp = first.timestamp
+
+
+class BatchConverter:
+    """Applies the conversion rules (module docstring) to a segment's entries, one at a time.
+
+    ``loss`` is added to as entries are fed. ``aborted`` (from
+    :func:`kafkatool.convert.aborted.find_aborted`) tells which transactional batches belong to
+    aborted transactions: needed for ``--drop-aborted`` and to count the aborted records a
+    down-conversion makes readable; None: no batch is taken as aborted. ``path`` locates errors.
+    Memory: one source batch and its decompressed records, plus a pending run of at most
+    ``options.max_batch_bytes``.
+    """
+
+    def __init__(
+        self,
+        options: ConvertOptions,
+        loss: Loss,
+        *,
+        aborted: AbortedSet | None = None,
+        path: str = "",
+        dry: bool = False,
+    ) -> None:
+        if options.magic not in (0, 1, 2):
+            raise KafkaToolError(f"unknown target magic {options.magic} (expected 0, 1 or 2)", kind="refused")
+        self.options = options
+        self.loss = loss
+        self.aborted = aborted
+        self.path = path
+        self.dry = dry
+        self._run: _Run | None = None
+        self._run_codec = Codec.NONE
+        self._max_decompressed = options.max_decompressed_bytes
+
+    # ------------------------------------------------------------------ entry points
+    def feed(self, batch: Batch, data: bytes | memoryview, *, salvaged: bool = False) -> list[bytes]:
+        """The output entries complete after ``batch`` (its whole entry in ``data``), in offset
+        order: a pending run of legacy messages comes first when ``batch`` ends it. Raises the
+        located :class:`~kafkatool.errors.KafkaToolError` of a batch that does not convert
+        (records that do not decode, a decompression failure, a codec the target refuses)."""
+        self.loss.batches_in += 1
+        try:
+            if batch.magic >= 2:
+                out = self.flush() if self._run is not None else []
+                if self.options.magic >= 2:
+                    out += self._v2_to_v2(batch, data, salvaged)
+                else:
+                    out += self._v2_to_legacy(batch, data)
+                return out
+            return self._from_legacy(batch, data, salvaged)
+        except KafkaToolError as e:
+            raise e.at(self.path or None, batch.position) from e.__cause__
+
+    def flush(self) -> list[bytes]:
+        """The pending run of coalesced legacy messages as its output entry (call at the end of a
+        segment: a run never spans two segments); [] when there is none."""
+        run = self._run
+        if run is None:
+            return []
+        self._run = None
+        return self._emit_run(run)
+
+    # ------------------------------------------------------------------ helpers
+    def _target_codec(self, source_codec: int, position: int) -> int:
+        codec = source_codec if self.options.codec is None else self.options.codec
+        if codec == Codec.ZSTD and self.options.magic < 2:
+            asked = "asked" if self.options.codec is not None else "kept from the source batch"
+            raise KafkaToolError(
+                f"ZStandard compression is not supported for magic {self.options.magic} (zstd {asked}; "
+                "name another codec with --compression)",
+                position=position,
+                kind="refused",
+            )
+        if codec > Codec.ZSTD:
+            raise InvalidRecordError(f"Unknown compression type id: {codec}", position=position)
+        return codec
+
+    def _chunks(self, batch: Batch, data: bytes | memoryview) -> Iterable[list[Record]]:
+        return batch_record_chunks(batch, data, max_decompressed=self._max_decompressed)
+
+    def _is_aborted(self, batch: Batch) -> bool:
+        return self.aborted is not None and batch.is_transactional and self.aborted.is_aborted(batch)
+
+    # ------------------------------------------------------------------ v2 → v2
+    def _v2_to_v2(self, batch: Batch, data: bytes | memoryview, salvaged: bool) -> list[bytes]:
+        loss = self.loss
+        count = batch.count
+        if count is None or count < 0:
+            raise InvalidRecordError(
+                f"Found invalid record count {count} in magic v2 batch", position=V2.RECORDS_COUNT, kind="record_count_mismatch"
+            )
+        if self.options.drop_aborted and self._is_aborted(batch):
+            loss.records_in += count
+            loss.aborted_records_dropped += count
+            return []
+        source_codec = batch.attributes & CODEC_MASK
+        codec = Codec.NONE if batch.is_control else self._target_codec(source_codec, batch.position)
+        loss.records_in += count
+        loss.records_out += count
+        loss.batches_out += 1
+        if codec == source_codec and not salvaged:
+            return [] if self.dry else [bytes(data)]
+        mv = memoryview(data)[V2_HEADER_SIZE : batch.size]
+        if count == 0:
+            body: bytes | memoryview = b""  # writeEmptyHeader: the records section is never read
+        elif source_codec == codec:
+            body = mv  # salvaged, same codec: the section kept, the records checked below
+        else:
+            body = self._decompress(source_codec, mv)
+        if salvaged and count:
+            for _chunk in self._chunks(batch, data):  # the records must decode
+                pass
+        if self.dry:
+            return []
+        if codec != source_codec and count:
+            body = compress(codec, bytes(body), magic=2, level=self.options.level)
+        return [
+            v2_batch(
+                body,
+                base_offset=batch.offset,
+                last_offset_delta=batch.last_offset_delta,
+                base_timestamp=batch.base_timestamp,
+                max_timestamp=batch.max_timestamp,
+                attributes=(batch.attributes & ~CODEC_MASK) | codec,
+                producer_id=batch.producer_id,
+                producer_epoch=batch.producer_epoch,
+                base_sequence=batch.base_sequence,
+                partition_leader_epoch=batch.partition_leader_epoch,
+                count=count,
+            )
+        ]
+
+    def _decompress(self, codec: int, section: memoryview) -> bytes:
+        if codec == Codec.NONE:
+            return bytes(section)
+        try:
+            return decompress(codec, section, magic=2, max_output=self._max_decompressed)
+        except CompressionError as e:
+            raise type(e)(e.message, position=V2_HEADER_SIZE, kind=e.kind) from None
+
+    # ------------------------------------------------------------------ v2 → v0/v1
+    def _v2_to_legacy(self, batch: Batch, data: bytes | memoryview) -> list[bytes]:
+        loss = self.loss
+        count = batch.count
+        if batch.is_control:
+            loss.control_batches_dropped += 1
+            loss.control_records_dropped += max(count or 0, 0)
+            loss.records_in += max(count or 0, 0)
+            return []
+        aborted = self._is_aborted(batch)
+        if aborted and self.options.drop_aborted:
+            loss.records_in += count
+            loss.aborted_records_dropped += count
+            return []
+        magic = self.options.magic
+        codec = self._target_codec(batch.attributes & CODEC_MASK, batch.position)
+        if count == 0:
+            loss.empty_batches_dropped += 1
+            return []
+        if (
+            batch.producer_id != -1
+            or batch.producer_epoch != -1
+            or batch.base_sequence != -1
+            or batch.partition_leader_epoch != -1
+            or batch.is_transactional
+        ):
+            loss.producer_fields_dropped += 1
+        lat = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+        ts_bit = LEGACY_TIMESTAMP_TYPE_BIT if magic == 1 and lat is not None else 0
+        dry = self.dry
+        out: list[bytes] = []
+        inner: list[bytes] = []
+        first = last = None
+        max_ts = -1
+        n = 0
+        for chunk in self._chunks(batch, data):
+            if not chunk:
+                continue
+            n += len(chunk)
+            for r in chunk:
+                h = r.headers
+                if h:
+                    loss.headers_dropped += 1
+                    loss.header_count += len(h)
+            if magic == 0:
+                loss.timestamps_dropped += sum(1 for r in chunk if r.timestamp != -1)
+            if first is None:
+                first = chunk[0].offset
+            last = chunk[-1].offset
+            if dry:
+                continue
+            if codec == Codec.NONE:
+                out += _split_messages(legacy_messages(chunk, magic, timestamp=lat if magic == 1 else None, attributes=ts_bit))
+            else:
+                if magic == 1 and lat is None:
+                    max_ts = max(max_ts, max(r.timestamp for r in chunk))
+                inner.append(
+                    legacy_messages(chunk, magic, relative_to=first if magic == 1 else None,
+                                    timestamp=lat if magic == 1 else None, attributes=ts_bit)
+                )
+        loss.records_in += n
+        loss.records_out += n
+        if aborted:
+            loss.aborted_records_kept += n
+        if codec == Codec.NONE:
+            loss.batches_out += n
+            return out
+        loss.batches_out += 1
+        if dry:
+            return []
+        payload = compress(codec, b"".join(inner), magic=magic, level=self.options.level)
+        wts = -1 if magic == 0 else (lat if lat is not None else max_ts)
+        return [legacy_wrapper(payload, magic=magic, offset=last, timestamp=wts, attributes=codec | ts_bit)]
+
+    # ------------------------------------------------------------------ v0/v1 → any
+    def _from_legacy(self, batch: Batch, data: bytes | memoryview, salvaged: bool) -> list[bytes]:
+        loss = self.loss
+        options = self.options
+        magic = options.magic
+        source_codec = batch.attributes & CODEC_MASK
+        codec = self._target_codec(source_codec, batch.position)
+        lat = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
+        if source_codec == Codec.NONE and codec != Codec.NONE or (source_codec == Codec.NONE and magic == 2):
+            # an uncompressed message: joins (or starts) a run
+            records = [r for chunk in self._chunks(batch, data) for r in chunk]  # exactly one
+            loss.records_in += len(records)
+            out: list[bytes] = []
+            for r in records:
+                out += self._add_to_run(batch, r, lat, codec)
+            return out
+        out = self.flush() if self._run is not None else []
+        if magic == batch.magic and codec == source_codec and not salvaged:
+            n = sum(len(chunk) for chunk in self._chunks(batch, data))  # counted, and checked
+            loss.records_in += n
+            loss.records_out += n
+            loss.batches_out += 1
+            if not self.dry:
+                out.append(bytes(data))
+            return out
+        records: list[Record] = []
+        for chunk in self._chunks(batch, data):
+            records += chunk
+        loss.records_in += len(records)
+        if magic == 0:
+            loss.timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
+        if magic == 2:
+            out += self._v2_of(records, codec, lat)
+        else:
+            out += self._legacy_of(records, magic, codec, lat)
+        return out
+
+    def _legacy_of(self, records: Sequence[Record], magic: int, codec: int, lat: int | None) -> list[bytes]:
+        """Legacy output of ``records``: one message each (codec none) or one wrapper."""
+        loss = self.loss
+        n = len(records)
+        loss.records_out += n
+        if magic == 0:
+            lat = None
+        ts_bit = LEGACY_TIMESTAMP_TYPE_BIT if lat is not None else 0
+        if codec == Codec.NONE:
+            loss.batches_out += n
+            if self.dry:
+                return []
+            return _split_messages(legacy_messages(records, magic, timestamp=lat, attributes=ts_bit))
+        loss.batches_out += 1
+        if self.dry:
+            return []
+        first = records[0].offset
+        inner = legacy_messages(records, magic, relative_to=first if magic == 1 else None, timestamp=lat, attributes=ts_bit)
+        payload = compress(codec, inner, magic=magic, level=self.options.level)
+        if magic == 0:
+            wts = -1
+        else:
+            wts = lat if lat is not None else max(r.timestamp for r in records)
+        return [legacy_wrapper(payload, magic=magic, offset=records[-1].offset, timestamp=wts, attributes=codec | ts_bit)]
+
+    def _v2_of(self, records: Sequence[Record], codec: int, lat: int | None) -> list[bytes]:
+        """One v2 batch of legacy ``records`` (spec §13: producer fields and leader epoch -1)."""
+        loss = self.loss
+        loss.records_out += len(records)
+        loss.batches_out += 1
+        if self.dry:
+            return []
+        base = records[0].offset
+        bts = records[0].timestamp
+        body = v2_records(records, base, bts, headers=False)
+        if codec != Codec.NONE:
+            body = compress(codec, body, magic=2, level=self.options.level)
+        if lat is not None:
+            mts = lat
+        else:
+            mts = max(r.timestamp for r in records)
+        return [
+            v2_batch(
+                body,
+                base_offset=base,
+                last_offset_delta=records[-1].offset - base,
+                base_timestamp=bts,
+                max_timestamp=mts,
+                attributes=codec | (TIMESTAMP_TYPE_BIT if lat is not None else 0),
+                producer_id=-1,
+                producer_epoch=-1,
+                base_sequence=-1,
+                partition_leader_epoch=-1,
+                count=len(records),
+            )
+        ]
+
+    # ------------------------------------------------------------------ runs
+    def _add_to_run(self, batch: Batch, r: Record, lat: int | None, codec: int) -> list[bytes]:
+        """Add one uncompressed legacy message's record to the run; the entries a run it ends gives."""
+        out: list[bytes] = []
+        magic = self.options.magic
+        if magic < 2 and codec == Codec.NONE:  # pragma: no cover - callers send these elsewhere
+            raise AssertionError("uncompressed legacy target needs no run")
+        if magic == 0:
+            self.loss.timestamps_dropped += r.timestamp != -1
+        key = (batch.magic, batch.timestamp_type, lat)
+        run = self._run
+        if run is not None:
+            if run.key == key and r.offset > run.last_offset and r.offset - run.base_offset <= INT32_MAX:
+                if magic == 2:
+                    size = v2_record_size(r.offset - run.base_offset, r.timestamp - run.base_timestamp, r.key, r.value)
+                else:
+                    size = _legacy_message_size(magic, r.key, r.value)
+                if run.size + size <= self.options.max_batch_bytes:
+                    run.size += size
+                    run.count += 1
+                    run.last_offset = r.offset
+                    if r.timestamp > run.max_timestamp:
+                        run.max_timestamp = r.timestamp
+                    if run.records is not None:
+                        run.records.append(r)
+                    return out
+            out = self.flush()
+        if magic == 2:
+            size = V2_HEADER_SIZE + v2_record_size(0, 0, r.key, r.value)
+        else:  # a wrapper: its own overhead, then the inner message
+            size = LOG_OVERHEAD + (RECORD_OVERHEAD_V1 if magic == 1 else RECORD_OVERHEAD_V0) + _legacy_message_size(magic, r.key, r.value)
+        self._run = _Run(key, r, size, keep=not self.dry)
+        self._run_codec = codec
+        return out
+
+    def _emit_run(self, run: _Run) -> list[bytes]:
+        codec = self._run_codec
+        lat = run.key[2]
+        magic = self.options.magic
+        if self.dry:
+            self.loss.records_out += run.count
+            self.loss.batches_out += 1
+            return []
+        assert run.records is not None
+        if magic == 2:
+            return self._v2_of(run.records, codec, lat)
+        return self._legacy_of(run.records, magic, codec, lat)
+
