@@ -2277,6 +2277,579 @@ index_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* ==================================================================== encoders
+ *
+ * encode_v2_records / encode_legacy_messages: the per-record loops of
+ * kafkatool.record.encode (py_v2_records / py_legacy_messages are the reference: the
+ * same bytes for every input they accept). A record is a sequence whose items 0-4 are
+ * (offset, timestamp, key, value, headers); key and value None or bytes-like; a
+ * header (key str|bytes-like, value bytes-like|None). An int that does not fit 64
+ * bits (or a legacy size past int32) raises OverflowError, a value of another type
+ * TypeError: the Python wrapper then runs the reference, which gives its own answer.
+ */
+
+/* A growable output buffer: a bytes object resized as it fills. */
+struct obuf {
+    PyObject *bytes;
+    char *p;
+    Py_ssize_t len, cap;
+};
+
+static int
+ob_init(struct obuf *o, Py_ssize_t cap)
+{
+    if (cap < 64)
+        cap = 64;
+    o->bytes = PyBytes_FromStringAndSize(NULL, cap);
+    if (o->bytes == NULL)
+        return -1;
+    o->p = PyBytes_AS_STRING(o->bytes);
+    o->len = 0;
+    o->cap = cap;
+    return 0;
+}
+
+/* Room for n more bytes; returns the write pointer or NULL. */
+static inline char *
+ob_reserve(struct obuf *o, Py_ssize_t n)
+{
+    if (o->cap - o->len < n) {
+        Py_ssize_t cap = o->cap;
+        if (n > PY_SSIZE_T_MAX - o->len) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        while (cap - o->len < n)
+            cap = cap > PY_SSIZE_T_MAX / 2 ? PY_SSIZE_T_MAX : cap * 2;
+        if (_PyBytes_Resize(&o->bytes, cap) < 0)
+            return NULL;
+        o->p = PyBytes_AS_STRING(o->bytes);
+        o->cap = cap;
+    }
+    return o->p + o->len;
+}
+
+static PyObject *
+ob_finish(struct obuf *o)
+{
+    if (_PyBytes_Resize(&o->bytes, o->len) < 0)
+        return NULL;
+    return o->bytes;
+}
+
+static inline int
+uvarint_size(uint64_t v)
+{
+    int n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline char *
+put_uvarint(char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (char)((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    *p++ = (char)v;
+    return p;
+}
+
+/* encode_varint's zig-zag of a value given as its low 64 bits (two's complement):
+ * ((v << 1) ^ (v >> 31)) & 0xFFFFFFFF reads bits 0-62 only. */
+static inline uint64_t
+zz32(uint64_t v)
+{
+    return ((v << 1) ^ (v >> 31)) & UINT64_C(0xFFFFFFFF);
+}
+
+/* encode_varlong's zig-zag of a - b; OverflowError (-1) when the difference does not
+ * fit 64 bits (Python's (v >> 63) then reads bits past the 64th: the caller runs the
+ * reference). */
+static inline int
+zz64_diff(int64_t a, int64_t b, uint64_t *out)
+{
+    int64_t d;
+    if (__builtin_sub_overflow(a, b, &d)) {
+        PyErr_SetString(PyExc_OverflowError, "timestamp delta out of range");
+        return -1;
+    }
+    *out = ((uint64_t)d << 1) ^ (d < 0 ? ~UINT64_C(0) : 0);
+    return 0;
+}
+
+/* An item of a record as an int64; OverflowError when it does not fit. */
+static int
+as_int64(PyObject *o, int64_t *out)
+{
+    long long v;
+    if (!PyLong_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "an integer is required, not '%.100s'", Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    *out = (int64_t)v;
+    return 0;
+}
+
+/* A bytes-like (or None: *view->buf NULL, len -1) field. bytes are read in place. */
+struct field {
+    const char *buf;
+    Py_ssize_t len; /* -1: None */
+    Py_buffer view;
+    int has_view;
+};
+
+static int
+field_get(PyObject *o, struct field *f)
+{
+    f->has_view = 0;
+    if (o == Py_None) {
+        f->buf = NULL;
+        f->len = -1;
+        return 0;
+    }
+    if (PyBytes_CheckExact(o)) {
+        f->buf = PyBytes_AS_STRING(o);
+        f->len = PyBytes_GET_SIZE(o);
+        return 0;
+    }
+    if (PyUnicode_Check(o)) {
+        PyErr_SetString(PyExc_TypeError, "a bytes-like object is required, not 'str'");
+        return -1;
+    }
+    if (PyObject_GetBuffer(o, &f->view, PyBUF_SIMPLE) < 0)
+        return -1;
+    f->has_view = 1;
+    f->buf = (const char *)f->view.buf;
+    f->len = f->view.len;
+    return 0;
+}
+
+static inline void
+field_release(struct field *f)
+{
+    if (f->has_view) {
+        PyBuffer_Release(&f->view);
+        f->has_view = 0;
+    }
+}
+
+/* A header key: str as UTF-8, else bytes-like. */
+static int
+header_key_get(PyObject *o, struct field *f)
+{
+    if (PyUnicode_Check(o)) {
+        f->has_view = 0;
+        f->buf = PyUnicode_AsUTF8AndSize(o, &f->len);
+        return f->buf == NULL ? -1 : 0;
+    }
+    if (o == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "a header key cannot be None");
+        return -1;
+    }
+    return field_get(o, f);
+}
+
+/* The items of record `rec` (a tuple, or any sequence of at least n items) in items[]:
+ * borrowed for a tuple, new references in *held otherwise. */
+static int
+record_items(PyObject *rec, PyObject **items, int n, PyObject **held)
+{
+    int i;
+    *held = NULL;
+    if (PyTuple_Check(rec)) {
+        if (PyTuple_GET_SIZE(rec) < n) {
+            PyErr_SetString(PyExc_IndexError, "tuple index out of range");
+            return -1;
+        }
+        for (i = 0; i < n; i++)
+            items[i] = PyTuple_GET_ITEM(rec, i);
+        return 0;
+    }
+    *held = PySequence_Fast(rec, "a record must be a sequence");
+    if (*held == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(*held) < n) {
+        Py_CLEAR(*held);
+        PyErr_SetString(PyExc_IndexError, "record index out of range");
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        items[i] = PySequence_Fast_GET_ITEM(*held, i);
+    return 0;
+}
+
+/* Size of the headers section of one record (count varint + headers), from `hdrs`
+ * (a sequence of 2-item sequences); its fast sequence in *fast (new reference). */
+static int
+headers_size(PyObject *hdrs, PyObject **fast, Py_ssize_t *size)
+{
+    Py_ssize_t n, j, total;
+    *fast = PySequence_Fast(hdrs, "headers must be a sequence");
+    if (*fast == NULL)
+        return -1;
+    n = PySequence_Fast_GET_SIZE(*fast);
+    total = uvarint_size(zz32((uint64_t)n));
+    for (j = 0; j < n; j++) {
+        PyObject *h = PySequence_Fast_GET_ITEM(*fast, j), *hk, *hv;
+        struct field fk, fv;
+        if (!PyTuple_Check(h) || PyTuple_GET_SIZE(h) != 2) {
+            PyErr_SetString(PyExc_TypeError, "a header must be a (key, value) tuple");
+            return -1;
+        }
+        hk = PyTuple_GET_ITEM(h, 0);
+        hv = PyTuple_GET_ITEM(h, 1);
+        if (header_key_get(hk, &fk) < 0)
+            return -1;
+        total += uvarint_size(zz32((uint64_t)fk.len)) + fk.len;
+        field_release(&fk);
+        if (field_get(hv, &fv) < 0)
+            return -1;
+        total += uvarint_size(zz32((uint64_t)(int64_t)fv.len)) + (fv.len > 0 ? fv.len : 0);
+        field_release(&fv);
+    }
+    *size = total;
+    return 0;
+}
+
+static int
+headers_write(PyObject *fast, char **pp)
+{
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast), j;
+    char *p = put_uvarint(*pp, zz32((uint64_t)n));
+    for (j = 0; j < n; j++) {
+        PyObject *h = PySequence_Fast_GET_ITEM(fast, j);
+        struct field fk, fv;
+        if (header_key_get(PyTuple_GET_ITEM(h, 0), &fk) < 0)
+            return -1;
+        p = put_uvarint(p, zz32((uint64_t)fk.len));
+        memcpy(p, fk.buf, (size_t)fk.len);
+        p += fk.len;
+        field_release(&fk);
+        if (field_get(PyTuple_GET_ITEM(h, 1), &fv) < 0)
+            return -1;
+        p = put_uvarint(p, zz32((uint64_t)(int64_t)fv.len));
+        if (fv.len > 0) {
+            memcpy(p, fv.buf, (size_t)fv.len);
+            p += fv.len;
+        }
+        field_release(&fv);
+    }
+    *pp = p;
+    return 0;
+}
+
+PyDoc_STRVAR(encode_v2_records_doc,
+"encode_v2_records(records, base_offset, base_timestamp, headers)\n--\n\n"
+"kafkatool.record.encode.py_v2_records(records, base_offset, base_timestamp,\n"
+"headers=headers): the uncompressed v2 records section (spec 4.2), record attributes 0.\n"
+"OverflowError / TypeError for what it does not take (the caller runs the reference).");
+
+static PyObject *
+encode_v2_records(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq = NULL, *hfast = NULL, *held = NULL;
+    Py_ssize_t n, r;
+    int64_t base_off, base_ts;
+    int with_headers;
+    struct obuf o = {NULL, NULL, 0, 0};
+    struct field fk = {0}, fv = {0};
+
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "encode_v2_records() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (as_int64(args[1], &base_off) < 0 || as_int64(args[2], &base_ts) < 0)
+        return NULL;
+    if ((with_headers = PyObject_IsTrue(args[3])) < 0)
+        return NULL;
+    seq = PySequence_Fast(args[0], "records must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (ob_init(&o, n * 64) < 0)
+        goto fail;
+    for (r = 0; r < n; r++) {
+        PyObject *it[5];
+        int64_t off, ts;
+        uint64_t tsz, odz, klz, vlz;
+        Py_ssize_t body, hsize = 1;
+        char *p;
+
+        if (record_items(PySequence_Fast_GET_ITEM(seq, r), it, 5, &held) < 0)
+            goto fail;
+        if (as_int64(it[0], &off) < 0 || as_int64(it[1], &ts) < 0)
+            goto fail;
+        if (field_get(it[2], &fk) < 0 || field_get(it[3], &fv) < 0)
+            goto fail;
+        if (with_headers && it[4] != Py_None) {
+            int truth = PyObject_IsTrue(it[4]);
+            if (truth < 0)
+                goto fail;
+            if (truth && headers_size(it[4], &hfast, &hsize) < 0)
+                goto fail;
+        }
+        if (zz64_diff(ts, base_ts, &tsz) < 0)
+            goto fail;
+        odz = zz32((uint64_t)off - (uint64_t)base_off);
+        klz = zz32((uint64_t)(int64_t)fk.len);
+        vlz = zz32((uint64_t)(int64_t)fv.len);
+        body = 1 + uvarint_size(tsz) + uvarint_size(odz) + uvarint_size(klz) + (fk.len > 0 ? fk.len : 0) +
+               uvarint_size(vlz) + (fv.len > 0 ? fv.len : 0) + hsize;
+        p = ob_reserve(&o, body + 10);
+        if (p == NULL)
+            goto fail;
+        p = put_uvarint(p, zz32((uint64_t)body));
+        *p++ = 0; /* record attributes */
+        p = put_uvarint(p, tsz);
+        p = put_uvarint(p, odz);
+        p = put_uvarint(p, klz);
+        if (fk.len > 0) {
+            memcpy(p, fk.buf, (size_t)fk.len);
+            p += fk.len;
+        }
+        p = put_uvarint(p, vlz);
+        if (fv.len > 0) {
+            memcpy(p, fv.buf, (size_t)fv.len);
+            p += fv.len;
+        }
+        if (hfast != NULL) {
+            if (headers_write(hfast, &p) < 0)
+                goto fail;
+            Py_CLEAR(hfast);
+        }
+        else
+            *p++ = 0; /* no headers */
+        o.len = p - o.p;
+        field_release(&fk);
+        field_release(&fv);
+        Py_CLEAR(held);
+    }
+    Py_DECREF(seq);
+    return ob_finish(&o);
+fail:
+    field_release(&fk);
+    field_release(&fv);
+    Py_XDECREF(hfast);
+    Py_XDECREF(held);
+    Py_XDECREF(seq);
+    Py_XDECREF(o.bytes);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ CRC-32 (zlib's) */
+
+static uint32_t crc32_table[8][256]; /* slicing-by-8, reflected 0xEDB88320 */
+static int crc32_ready = 0;
+
+static void
+crc32_init_tables(void)
+{
+    uint32_t i, c;
+    int k, t;
+    for (i = 0; i < 256; i++) {
+        c = i;
+        for (k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0xEDB88320u : c >> 1;
+        crc32_table[0][i] = c;
+    }
+    for (i = 0; i < 256; i++)
+        for (t = 1; t < 8; t++)
+            crc32_table[t][i] = (crc32_table[t - 1][i] >> 8) ^ crc32_table[0][crc32_table[t - 1][i] & 0xFF];
+    crc32_ready = 1;
+}
+
+/* Finished CRC-32 (zlib.crc32) of [p, p+len) continuing from the finished CRC `value`. */
+static uint32_t
+crc32_update(uint32_t value, const uint8_t *p, size_t len)
+{
+    uint32_t c = value ^ 0xFFFFFFFFu;
+    while (len && ((uintptr_t)p & 7)) {
+        c = crc32_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+        len--;
+    }
+    while (len >= 8) {
+        uint32_t lo, hi;
+        memcpy(&lo, p, 4);
+        memcpy(&hi, p + 4, 4);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        lo = __builtin_bswap32(lo);
+        hi = __builtin_bswap32(hi);
+#endif
+        lo ^= c;
+        c = crc32_table[7][lo & 0xFF] ^ crc32_table[6][(lo >> 8) & 0xFF] ^ crc32_table[5][(lo >> 16) & 0xFF] ^
+            crc32_table[4][lo >> 24] ^ crc32_table[3][hi & 0xFF] ^ crc32_table[2][(hi >> 8) & 0xFF] ^
+            crc32_table[1][(hi >> 16) & 0xFF] ^ crc32_table[0][hi >> 24];
+        p += 8;
+        len -= 8;
+    }
+    while (len--)
+        c = crc32_table[0][(c ^ *p++) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static inline void
+put_be64(char *p, uint64_t v)
+{
+    int i;
+    for (i = 7; i >= 0; i--) {
+        ((uint8_t *)p)[i] = (uint8_t)v;
+        v >>= 8;
+    }
+}
+
+static inline void
+put_be32c(char *p, uint32_t v)
+{
+    ((uint8_t *)p)[0] = (uint8_t)(v >> 24);
+    ((uint8_t *)p)[1] = (uint8_t)(v >> 16);
+    ((uint8_t *)p)[2] = (uint8_t)(v >> 8);
+    ((uint8_t *)p)[3] = (uint8_t)v;
+}
+
+PyDoc_STRVAR(encode_legacy_messages_doc,
+"encode_legacy_messages(records, magic, relative_to, timestamp, attributes)\n--\n\n"
+"kafkatool.record.encode.py_legacy_messages(records, magic, relative_to=relative_to,\n"
+"timestamp=timestamp, attributes=attributes) for magic 0 or 1 and attributes 0-255:\n"
+"one message with log overhead and CRC-32 per record (spec 5.1). OverflowError /\n"
+"TypeError for what it does not take (the caller runs the reference).");
+
+static PyObject *
+encode_legacy_messages(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *seq = NULL, *held = NULL;
+    Py_ssize_t n, r;
+    long magic, attrs;
+    int64_t rel = 0, fixed_ts = 0;
+    int have_ts;
+    struct obuf o = {NULL, NULL, 0, 0};
+    struct field fk = {0}, fv = {0};
+
+    if (nargs != 5) {
+        PyErr_Format(PyExc_TypeError, "encode_legacy_messages() takes 5 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    magic = PyLong_AsLong(args[1]);
+    if (magic == -1 && PyErr_Occurred())
+        return NULL;
+    attrs = PyLong_AsLong(args[4]);
+    if (attrs == -1 && PyErr_Occurred())
+        return NULL;
+    if ((magic != 0 && magic != 1) || attrs < 0 || attrs > 255) {
+        PyErr_SetString(PyExc_ValueError, "encode_legacy_messages: magic 0 or 1, attributes 0-255");
+        return NULL;
+    }
+    if (args[2] != Py_None && as_int64(args[2], &rel) < 0)
+        return NULL;
+    have_ts = args[3] != Py_None;
+    if (have_ts && as_int64(args[3], &fixed_ts) < 0)
+        return NULL;
+    if (!crc32_ready)
+        crc32_init_tables();
+    seq = PySequence_Fast(args[0], "records must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    n = PySequence_Fast_GET_SIZE(seq);
+    if (ob_init(&o, n * 64) < 0)
+        goto fail;
+    for (r = 0; r < n; r++) {
+        PyObject *it[4];
+        int64_t off, ts = 0, rel_off;
+        Py_ssize_t size, kl, vl;
+        char *p, *crc_at;
+
+        if (record_items(PySequence_Fast_GET_ITEM(seq, r), it, 4, &held) < 0)
+            goto fail;
+        if (as_int64(it[0], &off) < 0)
+            goto fail;
+        if (magic == 1) {
+            if (have_ts)
+                ts = fixed_ts;
+            else if (as_int64(it[1], &ts) < 0)
+                goto fail;
+        }
+        if (__builtin_sub_overflow(off, rel, &rel_off)) {
+            PyErr_SetString(PyExc_OverflowError, "offset out of range");
+            goto fail;
+        }
+        if (field_get(it[2], &fk) < 0 || field_get(it[3], &fv) < 0)
+            goto fail;
+        kl = fk.len > 0 ? fk.len : 0;
+        vl = fv.len > 0 ? fv.len : 0;
+        size = (magic == 1 ? 22 : 14) + kl + vl;
+        if (kl > INT32_MAX || vl > INT32_MAX || size > INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "message size out of range");
+            goto fail;
+        }
+        p = ob_reserve(&o, size + 12);
+        if (p == NULL)
+            goto fail;
+        put_be64(p, (uint64_t)rel_off);
+        put_be32c(p + 8, (uint32_t)size);
+        crc_at = p + 12;
+        p += 16;
+        *p++ = (char)magic;
+        *p++ = (char)attrs;
+        if (magic == 1) {
+            put_be64(p, (uint64_t)ts);
+            p += 8;
+        }
+        put_be32c(p, (uint32_t)(fk.len < 0 ? -1 : (int32_t)fk.len));
+        p += 4;
+        if (kl) {
+            memcpy(p, fk.buf, (size_t)kl);
+            p += kl;
+        }
+        put_be32c(p, (uint32_t)(fv.len < 0 ? -1 : (int32_t)fv.len));
+        p += 4;
+        if (vl) {
+            memcpy(p, fv.buf, (size_t)vl);
+            p += vl;
+        }
+        put_be32c(crc_at, crc32_update(0, (const uint8_t *)crc_at + 4, (size_t)(p - crc_at - 4)));
+        o.len = p - o.p;
+        field_release(&fk);
+        field_release(&fv);
+        Py_CLEAR(held);
+    }
+    Py_DECREF(seq);
+    return ob_finish(&o);
+fail:
+    field_release(&fk);
+    field_release(&fv);
+    Py_XDECREF(held);
+    Py_XDECREF(seq);
+    Py_XDECREF(o.bytes);
+    return NULL;
+}
+
+PyDoc_STRVAR(crc32_doc,
+"crc32(data, value=0)\n--\n\n"
+"CRC-32 (zlib.crc32) of ``data`` continuing from ``value``; unsigned. The table-driven\n"
+"code encode_legacy_messages uses (for tests).");
+
+static PyObject *
+py_crc32(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    Py_buffer view;
+    uint32_t value, crc;
+
+    if (crc32c_args("crc32", args, nargs, kwnames, &view, &value) < 0)
+        return NULL;
+    if (!crc32_ready)
+        crc32_init_tables();
+    crc = crc32_update(value, (const uint8_t *)view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(crc);
+}
+
 static PyMethodDef speedups_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records,
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
@@ -2289,6 +2862,11 @@ static PyMethodDef speedups_methods[] = {
     {"crc32c", (PyCFunction)(void (*)(void))py_crc32c, METH_FASTCALL | METH_KEYWORDS, crc32c_doc},
     {"_crc32c_portable", (PyCFunction)(void (*)(void))py_crc32c_portable,
      METH_FASTCALL | METH_KEYWORDS, crc32c_portable_doc},
+    {"encode_v2_records", (PyCFunction)(void (*)(void))encode_v2_records, METH_FASTCALL,
+     encode_v2_records_doc},
+    {"encode_legacy_messages", (PyCFunction)(void (*)(void))encode_legacy_messages, METH_FASTCALL,
+     encode_legacy_messages_doc},
+    {"_crc32", (PyCFunction)(void (*)(void))py_crc32, METH_FASTCALL | METH_KEYWORDS, crc32_doc},
     {NULL, NULL, 0, NULL},
 };
 

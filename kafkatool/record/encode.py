@@ -209,7 +209,10 @@ def v2_records(records: Sequence, base_offset: int, base_timestamp: int, *, head
     ``base_offset``, timestamp deltas from ``base_timestamp``, record attributes 0.
     ``headers=False`` writes every record with no headers (they are dropped)."""
     if _c_v2_records is not None:
-        return _c_v2_records(records, base_offset, base_timestamp, headers)
+        try:
+            return _c_v2_records(records, base_offset, base_timestamp, headers)
+        except (OverflowError, TypeError):
+            pass  # an int past 64 bits, an unusual type: the reference decides (same bytes, or its error)
     return py_v2_records(records, base_offset, base_timestamp, headers=headers)
 
 
@@ -226,6 +229,9 @@ def legacy_messages(
     messages); None writes them absolute. ``timestamp``: None writes each record's own (v1), an
     int writes that one for all (LogAppendTime); v0 has none. ``attributes`` is every
     message's attributes byte."""
-    if _c_legacy_messages is not None:
-        return _c_legacy_messages(records, magic, relative_to, timestamp, attributes)
+    if _c_legacy_messages is not None and magic in (0, 1):
+        try:
+            return _c_legacy_messages(records, magic, relative_to, timestamp, attributes & 0xFF)
+        except (OverflowError, TypeError):
+            pass  # a value out of its field's range, an unusual type: the reference decides
     return py_legacy_messages(records, magic, relative_to=relative_to, timestamp=timestamp, attributes=attributes)
