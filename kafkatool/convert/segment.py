@@ -1,0 +1,348 @@
+"""One segment converted into a new directory: its ``.log`` rewritten at another message format or
+codec (offsets kept, spec §13), its ``.index``/``.timeindex`` built as recovery builds them (§8.3,
+§12.2), its ``.txnindex`` and producer snapshot carried over where they stay valid (§9, §10).
+
+:func:`convert_segment` drives the source walk (:func:`kafkatool.convert.source.converted_entries`,
+which applies the damage policy) with one :class:`~kafkatool.convert.rules.BatchConverter`. Every
+output entry goes through a bounded write buffer (:data:`WRITE_BUFFER`) to a temp file
+(``<name>`` + :data:`~kafkatool.safety.durable.TEMP_SUFFIX`, which Kafka's loader ignores), and its
+header feeds an :class:`~kafkatool.segment.index.IndexBuilder` with its position in the new file:
+the indexes are what ``kafkatool reindex`` writes for the new ``.log``, without a second walk. Each
+file is fsynced and renamed to its name; the directory is fsynced last. Memory: one source batch
+(the walk's), the converter's pending output and the write buffer.
+
+With ``out_dir=None`` nothing is written: a dry converter counts the losses exactly as a real run
+would (what ``--strict`` and the in-place plans ask first).
+
+What happens to each side file (:class:`SideFile`):
+
+* ``.index``/``.timeindex``: always ``rebuilt`` (positions change with the bytes);
+* ``.txnindex`` (aborted transactions, §9): ``copied`` for v2 output, where every batch keeps its
+  offsets, producer id and transactional flag and the control batches (the ABORT markers the
+  entries point at) are kept, so each entry still names the same transaction; ``dropped`` below
+  v2 (no control batches and no transactional flag below v2: no transaction is left to index,
+  and a down-converting fetch hands aborted records out the same way, §13.1) and with
+  ``--drop-aborted`` (the aborted records are gone: a read_committed consumer has nothing left to
+  skip, and the markers of emptied transactions make no entry, §9);
+* the producer snapshot named after the segment's base offset (§10): ``copied`` for v2 output
+  (producer ids, epochs, sequences and offsets are kept batch for batch, so the state it holds is
+  the state of the new log; with ``--drop-aborted`` an open transaction it names still ends at its
+  marker); ``dropped`` below v2 (legacy batches carry no producer id, epoch or sequence: the
+  snapshot would describe batches that no longer exist in that form; the broker starts with empty
+  producer state, as it does for any log below v2, §12.4).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from kafkatool.convert.options import ConvertOptions, Loss
+from kafkatool.errors import KafkaToolError
+from kafkatool.record.batch import batch_from_header
+from kafkatool.safety.durable import TEMP_SUFFIX, fsync_dir, fsync_fd, take_owner, write_all, write_error
+from kafkatool.segment import files as names
+from kafkatool.segment.index import DEFAULT_INDEX_INTERVAL_BYTES, IndexAppendError, IndexBuilder
+
+if TYPE_CHECKING:
+    from kafkatool.convert.aborted import AbortedSet
+    from kafkatool.segment.logdir import Segment
+
+__all__ = [
+    "COPY_CHUNK",
+    "SegmentResult",
+    "SideFile",
+    "WRITE_BUFFER",
+    "convert_segment",
+    "copy_file",
+    "snapshot_decision",
+    "txnindex_decision",
+    "write_file",
+]
+
+WRITE_BUFFER = 8 << 20
+"""Output bytes gathered before one ``write``: big writes, memory bounded whatever the segment."""
+COPY_CHUNK = 8 << 20
+
+Progress = Callable[[int], None]
+
+
+@dataclass(slots=True)
+class SideFile:
+    """What a conversion did with one file other than a ``.log`` it converted."""
+
+    name: str
+    """The file's name (in the source dir; the same name in the output)."""
+    action: str
+    """``rebuilt``, ``copied``, ``dropped`` (a file Kafka reads that no longer holds for the new
+    data) or ``not copied`` (a file that is not part of the converted log)."""
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        """JSON-ready, stable key order."""
+        return {"name": self.name, "action": self.action, "reason": self.reason}
+
+
+@dataclass(slots=True)
+class SegmentResult:
+    """One converted segment (or, with ``out_path`` None, one analysed)."""
+
+    log_path: str
+    out_path: str | None
+    base_offset: int
+    loss: Loss
+    bytes_in: int
+    bytes_out: int
+    batches_out: int
+    side_files: list[SideFile] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- side-file decisions
+
+
+def txnindex_decision(options: ConvertOptions) -> tuple[str, str]:
+    """``(action, reason)`` for a segment's ``.txnindex`` under ``options`` (module doc, §9)."""
+    if options.magic < 2:
+        return "dropped", (
+            f"magic {options.magic} has no control batches and no transactional flag: the ABORT markers "
+            "its entries point at are not carried over, so no aborted transaction is left to index (§9, §13.1)"
+        )
+    if options.drop_aborted:
+        return "dropped", (
+            "--drop-aborted left the aborted transactions' records out: a read_committed consumer has "
+            "nothing left to skip, and an emptied transaction's marker makes no entry (§9)"
+        )
+    return "copied", (
+        "v2 output keeps every batch's offsets, producer id, transactional flag and the control "
+        "batches: each entry still names the same aborted transaction (§9)"
+    )
+
+
+def snapshot_decision(options: ConvertOptions) -> tuple[str, str]:
+    """``(action, reason)`` for a producer snapshot (``<offset>.snapshot``) under ``options`` (§10)."""
+    if options.magic < 2:
+        return "dropped", (
+            f"magic {options.magic} batches carry no producer id, epoch or sequence: the state the "
+            "snapshot holds describes batches that no longer exist in that form; the broker starts "
+            "with empty producer state, as for any log below v2 (§10, §12.4)"
+        )
+    return "copied", (
+        "v2 output keeps every batch's producer id, epoch, sequences and offsets: the producer "
+        "state it holds is the new log's (§10)"
+    )
+
+
+# ----------------------------------------------------------------------------- file writing
+
+
+def _open_new(path: str) -> int:
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        return os.open(path, flags, 0o600)
+    except OSError as e:
+        raise write_error(e, path, "create") from None
+
+
+def _finish(fd: int, tmp: str, final: str, like: os.stat_result | None, like_owner: bool) -> None:
+    """Give the temp file ``like``'s mode (and owner), fsync it, close it, rename it to ``final``."""
+    try:
+        if like is not None:
+            if like_owner:
+                take_owner(fd, like, tmp, times=False)
+            else:
+                try:
+                    os.fchmod(fd, like.st_mode & 0o7777)
+                except OSError as e:
+                    raise write_error(e, tmp, "set the mode of") from None
+        else:
+            os.fchmod(fd, 0o644)
+        fsync_fd(fd, tmp)
+    finally:
+        os.close(fd)
+    try:
+        os.rename(tmp, final)
+    except OSError as e:
+        raise write_error(e, final, "rename a temp file to") from None
+
+
+def _discard(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _stat(path: str | None) -> os.stat_result | None:
+    if path is None:
+        return None
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def write_file(path: str, data: bytes, like: os.stat_result | None, *, like_owner: bool = False) -> None:
+    """Write ``data`` to ``path`` (which must not exist) under a temp name, with ``like``'s mode
+    (and owner with ``like_owner``, when permitted), fsynced, renamed. The caller fsyncs the dir."""
+    tmp = path + TEMP_SUFFIX
+    fd = _open_new(tmp)
+    try:
+        write_all(fd, data, tmp)
+    except BaseException:
+        os.close(fd)
+        _discard(tmp)
+        raise
+    try:
+        _finish(fd, tmp, path, like, like_owner)
+    except BaseException:
+        _discard(tmp)
+        raise
+
+
+def copy_file(src: str, path: str, *, like_owner: bool = False) -> int:
+    """Copy the file ``src`` to ``path`` (which must not exist) as :func:`write_file` writes, with
+    the source's mode; returns the bytes copied. A symbolic link ``src`` is followed."""
+    try:
+        sfd = os.open(src, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError as e:
+        raise KafkaToolError(f"cannot read: {e.strerror or e}", path=src, kind="unreadable") from None
+    tmp = path + TEMP_SUFFIX
+    try:
+        like = os.fstat(sfd)
+        fd = _open_new(tmp)
+        done = 0
+        try:
+            while True:
+                try:
+                    piece = os.read(sfd, COPY_CHUNK)
+                except OSError as e:
+                    raise KafkaToolError(f"cannot read: {e.strerror or e}", path=src, position=done,
+                                         kind="unreadable") from None
+                if not piece:
+                    break
+                write_all(fd, piece, tmp)
+                done += len(piece)
+        except BaseException:
+            os.close(fd)
+            _discard(tmp)
+            raise
+        try:
+            _finish(fd, tmp, path, like, like_owner)
+        except BaseException:
+            _discard(tmp)
+            raise
+        return done
+    finally:
+        os.close(sfd)
+
+
+# ----------------------------------------------------------------------------- the segment
+
+
+def convert_segment(
+    segment: Segment,
+    out_dir: str | None,
+    options: ConvertOptions,
+    *,
+    aborted: AbortedSet | None = None,
+    progress: Progress | None = None,
+    like_owner: bool = False,
+) -> SegmentResult:
+    """Convert one segment into ``out_dir`` as ``<base offset>.log`` with its indexes and side files
+    (module doc); with ``out_dir`` None, only count what the conversion would lose.
+
+    ``aborted``: the partition's aborted transactions (:func:`kafkatool.convert.aborted.find_aborted`
+    over all its segments); with ``--drop-aborted`` and None, they are found in this segment alone.
+    ``progress(n)`` is called as ``n`` more source bytes are done. ``like_owner``: every new file
+    also takes its source file's owner where permitted (the mode always follows the source file).
+
+    Raises the located :class:`~kafkatool.errors.KafkaToolError` of the first bad entry the damage
+    policy does not convert around, or of a batch the offset/time index refuses (offsets that
+    recovery would refuse too, §8.3); the temp file is removed, nothing is left under a final name.
+    """
+    from kafkatool.convert.rules import BatchConverter
+    from kafkatool.convert.source import converted_entries
+
+    if aborted is None and options.drop_aborted:
+        from kafkatool.convert.aborted import find_aborted
+
+        aborted = find_aborted([segment])
+    log_path = segment.log_path
+    base = segment.base_offset
+    loss = Loss()
+    log_stat = _stat(log_path)
+    bytes_in = log_stat.st_size if log_stat is not None else 0
+    converter = BatchConverter(options, loss, aborted=aborted, path=log_path, dry=out_dir is None)
+    if out_dir is None:
+        for _entry in converted_entries(segment, converter, options, loss, progress=progress):
+            pass
+        return SegmentResult(log_path, None, base, loss, bytes_in, 0, loss.batches_out, _side_files(segment, options, None))
+
+    name = names.segment_file_name(base, names.LOG_SUFFIX)
+    final = os.path.join(out_dir, name)
+    index_path = os.path.join(out_dir, names.segment_file_name(base, names.INDEX_SUFFIX))
+    builder = IndexBuilder(base, index_interval_bytes=DEFAULT_INDEX_INTERVAL_BYTES, path=index_path)
+    tmp = final + TEMP_SUFFIX
+    fd = _open_new(tmp)
+    position = 0
+    batches = 0
+    buf = bytearray()
+    try:
+        for entry in converted_entries(segment, converter, options, loss, progress=progress):
+            size = len(entry)
+            header = batch_from_header(memoryview(entry), 0, position, size, 0)  # CRC not needed: we wrote it
+            try:
+                builder.add_batch(position, size, header.last_offset, header.max_timestamp)
+            except IndexAppendError as e:
+                raise KafkaToolError(
+                    f"the converted batch of offsets {header.offset}-{header.last_offset} cannot be indexed "
+                    f"({e.message}); recovery would refuse this segment too",
+                    path=log_path, kind="index_append",
+                ) from None
+            buf += entry
+            position += size
+            batches += 1
+            if len(buf) >= WRITE_BUFFER:
+                write_all(fd, buf, tmp)
+                buf.clear()
+        if buf:
+            write_all(fd, buf, tmp)
+        buf = bytearray()
+    except BaseException:
+        os.close(fd)
+        _discard(tmp)
+        raise
+    try:
+        _finish(fd, tmp, final, log_stat, like_owner)
+    except BaseException:
+        _discard(tmp)
+        raise
+    offset_index, time_index = builder.finish()
+    write_file(index_path, offset_index, _stat(segment.index_path) or log_stat, like_owner=like_owner)
+    write_file(os.path.join(out_dir, names.segment_file_name(base, names.TIME_INDEX_SUFFIX)), time_index,
+               _stat(segment.timeindex_path) or log_stat, like_owner=like_owner)
+    sides = _side_files(segment, options, out_dir, like_owner)
+    fsync_dir(out_dir)
+    return SegmentResult(log_path, final, base, loss, bytes_in, position, batches, sides)
+
+
+def _side_files(segment: Segment, options: ConvertOptions, out_dir: str | None, like_owner: bool = False) -> list[SideFile]:
+    """The segment's side files: the two indexes rebuilt, the ``.txnindex`` and the snapshot at
+    its base copied or dropped (copied into ``out_dir`` when given)."""
+    base = segment.base_offset
+    out = [
+        SideFile(names.segment_file_name(base, names.INDEX_SUFFIX), "rebuilt",
+                 "built from the new .log as recovery (and kafkatool reindex) builds it (§8.3, §12.2)"),
+        SideFile(names.segment_file_name(base, names.TIME_INDEX_SUFFIX), "rebuilt",
+                 "built from the new .log as recovery (and kafkatool reindex) builds it (§8.3, §12.2)"),
+    ]
+    for path, decide in ((segment.txnindex_path, txnindex_decision), (segment.snapshot_path, snapshot_decision)):
+        if path is None:
+            continue
+        action, reason = decide(options)
+        name = os.path.basename(path)
+        if action == "copied" and out_dir is not None:
+            copy_file(path, os.path.join(out_dir, name), like_owner=like_owner)
+        out.append(SideFile(name, action, reason))
+    return out
