@@ -26,7 +26,7 @@ from kafka.record.util import calc_crc32c
 from kafkatool.convert import source
 from kafkatool.convert.options import ConvertOptions, Loss
 from kafkatool.convert.source import converted_entries
-from kafkatool.errors import InvalidRecordError, KafkaToolError, MissingDependencyError
+from kafkatool.errors import KafkaToolError, MissingDependencyError
 from kafkatool.record.records import decode_batch_records
 from kafkatool.segment.logdir import Segment
 
@@ -73,9 +73,10 @@ class StubConverter:
         if not salvaged:
             for r in records:
                 if r.crc_valid is False:
-                    raise InvalidRecordError(f"inner message {r.offset} fails its CRC (stored crc {r.crc})",
-                                             path="stub", position=batch.position, kind="inner_crc_mismatch",
-                                             found=r.crc, expected=12345)
+                    # (a plain KafkaToolError, as rules.py raises it)
+                    raise KafkaToolError(f"inner message {r.offset} fails its CRC (stored crc {r.crc})",
+                                         path="stub", position=batch.position, kind="inner_crc_mismatch",
+                                         found=r.crc, expected=12345)
         self.fed.append((batch.position, salvaged))
         return [bytes(data)]
 
@@ -160,11 +161,40 @@ def test_progress_in_steps(tmp_path, monkeypatch):
     assert calls == [1886, 1968]
 
 
+def _kafka_python_batch(offset: int, values: list[bytes]) -> bytes:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+    for i, v in enumerate(values):
+        b.append(i, timestamp=1700000000000 + i, key=b"k%d" % i, value=v, headers=[])
+    raw = bytearray(b.build())
+    raw[0:8] = struct.pack(">q", offset)  # the base offset is outside the CRC
+    return bytes(raw)
+
+
 def test_entry_larger_than_the_window_is_read_whole(tmp_path, monkeypatch):
-    monkeypatch.setattr(source, "DEFAULT_MAX_BATCH_BYTES", 940)  # batches 1-3 come with data None
-    path = copy_of(tmp_path)
-    out, loss, calls, _ = run(path)
-    assert out == open(path, "rb").read() and not loss.damaged
+    """An entry past the walk's window (data None: its CRC streamed) is read whole, once."""
+    monkeypatch.setattr(source, "DEFAULT_MAX_BATCH_BYTES", 1 << 20)
+    entries = [_kafka_python_batch(0, [b"a"]), _kafka_python_batch(1, [b"x" * (3 << 20)]), _kafka_python_batch(2, [b"b"])]
+    path = str(tmp_path / SEG)
+    with open(path, "wb") as f:
+        f.write(b"".join(entries))
+
+    class Spy(StubConverter):
+        def feed(self, batch, data, *, salvaged=False):
+            self.types = getattr(self, "types", []) + [type(data).__name__]
+            return super().feed(batch, data, salvaged=salvaged)
+
+    out, loss, calls, conv = run(path, converter=Spy())
+    assert out == b"".join(entries) and not loss.damaged and sum(calls) == len(out)
+    assert conv.types == ["memoryview", "bytes", "memoryview"]
+    # the cap applies to it too, at its exact size
+    big = len(entries[1])
+    out, loss, _c, _ = run(path, skip_damaged=True, max_decompressed_bytes=big - 1)
+    assert ranges(loss) == [(len(entries[0]), len(entries[0]) + big, "decompressed_too_large")]
+    out, loss, _c, _ = run(path, skip_damaged=True, max_decompressed_bytes=big)
+    assert out == b"".join(entries) and not loss.damaged
 
 
 # ---------------------------------------------------------------- CRC
@@ -421,10 +451,12 @@ def test_entry_above_the_decompression_cap(tmp_path):
     with pytest.raises(KafkaToolError) as ei:
         run(path, max_decompressed_bytes=950)
     located(ei.value, path, 930, "decompressed_too_large")
-    out, loss, calls, conv = run(path, skip_damaged=True, max_decompressed_bytes=975)  # batch 2 (993) only
+    out, loss, calls, conv = run(path, skip_damaged=True, max_decompressed_bytes=992)  # batch 2 (993) only
     assert ranges(loss) == [(1886, 2879, "decompressed_too_large")]
     assert out == batch_bytes(path, 0, 1, 3) and sum(calls) == V2_SIZE
     assert [p for p, _s in conv.fed] == [0, 930, 2879]
+    out, loss, calls, conv = run(path, max_decompressed_bytes=993)  # exactly the largest entry: no damage
+    assert out == open(path, "rb").read()
 
 
 def test_damaged_list_is_capped(tmp_path, monkeypatch):
@@ -504,3 +536,78 @@ def _split(out: bytes, positions: list[int], raw: bytes) -> list[bytes]:
         i += size
     assert i == len(out)
     return chunks
+
+
+# ---------------------------------------------------------------- with the real converter (rules.py)
+
+
+def _kafka_python_records(data: bytes) -> list[tuple]:
+    """(offset, key, value) of every record in ``data``, read by kafka-python."""
+    from kafka.record import MemoryRecords
+
+    out = []
+    records = MemoryRecords(data)
+    while True:
+        batch = records.next_batch()
+        if batch is None:
+            return out
+        out += [(r.offset, r.key, r.value) for r in batch]
+
+
+def _real(path: str, magic: int, codec, **opts):
+    from kafkatool.convert.rules import BatchConverter
+
+    loss = Loss()
+    options = ConvertOptions(magic=magic, codec=codec, **opts)
+    calls: list[int] = []
+    out = b"".join(converted_entries(Segment.at(path, base_offset=0), BatchConverter(options, loss, path=path),
+                                     options, loss, progress=calls.append))
+    return out, loss, calls
+
+
+@pytest.mark.parametrize("magic, codec", [(2, 1), (1, 0), (0, 2), (2, 0)])
+def test_real_converter_around_a_bad_crc(tmp_path, magic, codec):
+    path = copy_of(tmp_path)
+    patch(path, 930 + 17, b"\x00\x00\x00\x00")
+    with pytest.raises(KafkaToolError) as ei:
+        _real(path, magic, codec)
+    located(ei.value, path, 930, "crc_mismatch")
+    expected_kept = _kafka_python_records(batch_bytes(path, 0, 2, 3))
+    out, loss, calls = _real(path, magic, codec, skip_damaged=True)
+    assert _kafka_python_records(out) == expected_kept and [o for o, *_r in expected_kept] == [*range(10), *range(20, 40)]
+    assert ranges(loss) == [(930, 1886, "crc_mismatch")] and sum(calls) == V2_SIZE
+    out, loss, calls = _real(path, magic, codec, salvage=True)
+    assert _kafka_python_records(out) == _kafka_python_records(open(os.path.join(LOGDIR, "v2-none-0", SEG), "rb").read())
+    assert [s.position for s in loss.salvaged] == [930] and not loss.damaged
+
+
+def test_real_converter_inner_crc(tmp_path):
+    path = str(tmp_path / SEG)
+    n = _wrapper_with_bad_inner_crc(os.path.join(LOGDIR, "v1-gzip-0", SEG), path)
+    with pytest.raises(KafkaToolError) as ei:
+        _real(path, 2, None)
+    assert ei.value.path == path and ei.value.position == 721 and ei.value.kind == "inner_crc_mismatch"
+    out, loss, _c = _real(path, 2, None, skip_damaged=True)
+    assert ranges(loss) == [(721, 721 + n, "inner_crc_mismatch")]
+    assert [o for o, *_r in _kafka_python_records(out)] == [*range(10), *range(20, 40)]
+    out, loss, _c = _real(path, 2, None, salvage=True)
+    assert [o for o, *_r in _kafka_python_records(out)] == list(range(40)) and not loss.damaged
+    assert [(s.position, s.offset, s.stored_crc, s.computed_crc) for s in loss.salvaged] == [(721, 19, 0, -1)]
+
+
+def test_real_converter_real_bad_crc_segment():
+    if not os.path.exists(REAL_BAD_CRC):
+        pytest.skip("fixtures-real not present")
+    from kafka.record.legacy_records import LegacyRecordBatch
+
+    raw = open(REAL_BAD_CRC, "rb").read()
+    want, pos = [], 0
+    while pos < len(raw):  # kafka-python reads each message (it does not check the CRC here)
+        (size,) = struct.unpack_from(">i", raw, pos + 8)
+        want += [(r.offset, r.key, r.value) for r in LegacyRecordBatch(raw[pos : pos + 12 + size], 1)]
+        pos += 12 + size
+    assert len(want) == 90
+    out, loss, calls = _real(REAL_BAD_CRC, 2, 4, salvage=True)  # v1 none -> v2 zstd
+    assert _kafka_python_records(out) == want and loss.salvaged_count == 90 and sum(calls) == len(raw)
+    out, loss, calls = _real(REAL_BAD_CRC, 2, 4, skip_damaged=True)
+    assert out == b"" and loss.damaged_count == 90

@@ -186,23 +186,35 @@ def _convert(batch: Batch, data, fd: int, path: str, converter: BatchConverter, 
             raise _Damage(position, end, "crc_mismatch", message)
         try:
             out = converter.feed(batch, data, salvaged=True)
-        except (InvalidRecordError, CorruptRecordError) as e:
+        except KafkaToolError as e:
+            if not _is_damage(e):
+                raise
             raise _Damage(position, end, "crc_mismatch", f"{message}, and its records do not decode: {e.message}") from None
         loss.add_salvaged(Salvaged(path, position, batch.offset, batch.crc, batch.computed_crc))
         return out
     try:
         return converter.feed(batch, data)
-    except (InvalidRecordError, CorruptRecordError) as e:
+    except KafkaToolError as e:
+        if not _is_damage(e):
+            raise
         if e.kind == INNER_CRC_MISMATCH and options.salvage:
             try:
                 out = converter.feed(batch, data, salvaged=True)
-            except (InvalidRecordError, CorruptRecordError) as e2:
+            except KafkaToolError as e2:
+                if not _is_damage(e2):
+                    raise
                 raise _Damage(position, end, e2.kind or "invalid_record", e2.message, e2) from None
             stored = e.found if isinstance(e.found, int) else -1
             computed = e.expected if isinstance(e.expected, int) else -1
             loss.add_salvaged(Salvaged(path, position, batch.offset, stored, computed))
             return out
         raise _Damage(position, end, e.kind or "invalid_record", e.message, e) from None
+
+
+def _is_damage(e: KafkaToolError) -> bool:
+    """Whether the converter's error is about the entry's bytes (records that do not decode, a
+    decompression failure, inner CRCs), not a refusal, a missing codec library or a read error."""
+    return isinstance(e, (InvalidRecordError, CorruptRecordError)) or e.kind == INNER_CRC_MISMATCH
 
 
 def _read_entry(fd: int, path: str, position: int, total: int) -> bytes:
