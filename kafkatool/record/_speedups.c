@@ -2850,6 +2850,159 @@ py_crc32(PyObject *module, PyObject *const *args, Py_ssize_t nargs, PyObject *kw
     return PyLong_FromUnsignedLong(crc);
 }
 
+/* ==================================================================== legacy inner messages */
+
+#define LEGACY_MORE 0     /* fewer than 12 bytes left, or the next message is not complete */
+#define LEGACY_BAD_SIZE 1 /* the next message's size field is below RECORD_OVERHEAD_V0 (14) */
+#define LEGACY_LIMIT 2    /* `limit` messages decoded: call again from next_pos */
+
+PyDoc_STRVAR(decode_legacy_inner_doc,
+"decode_legacy_inner(buf, pos, end, limit)\n--\n\n"
+"The complete legacy (v0/v1) messages of ``buf[pos:end]`` (a compressed wrapper's\n"
+"decompressed inner messages, spec 5.2), each decoded as\n"
+"kafkatool.record.legacy.decode_message(buf, p, end) decodes it: a list of\n"
+"``(offset, size, crc, magic, attributes, timestamp, key, value, crc_valid)``, with the\n"
+"same InvalidRecordError (message, position in ``buf``, kind) for a bad message.\n"
+"Returns ``(entries, next_pos, status)``: status 0, fewer than 12 bytes or an incomplete\n"
+"message left at next_pos; 1, the message at next_pos has a size field below 14 (the\n"
+"caller raises); 2, ``limit`` messages decoded.");
+
+static PyObject *
+decode_legacy_inner(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    Py_ssize_t pos, end, limit, p, n = 0;
+    const uint8_t *buf;
+    PyObject *list = NULL, *result = NULL;
+    int status = LEGACY_MORE;
+
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "decode_legacy_inner() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    pos = PyNumber_AsSsize_t(args[1], PyExc_OverflowError);
+    end = pos == -1 && PyErr_Occurred() ? -1 : PyNumber_AsSsize_t(args[2], PyExc_OverflowError);
+    limit = end == -1 && PyErr_Occurred() ? -1 : PyNumber_AsSsize_t(args[3], PyExc_OverflowError);
+    if (PyErr_Occurred())
+        goto done;
+    if (pos < 0 || end < pos || end > view.len || limit < 0) {
+        PyErr_Format(PyExc_ValueError, "decode_legacy_inner: need 0 <= pos %zd <= end %zd <= %zd and limit >= 0",
+                     pos, end, view.len);
+        goto done;
+    }
+    if (!crc32_ready)
+        crc32_init_tables();
+    buf = (const uint8_t *)view.buf;
+    list = PyList_New(0);
+    if (list == NULL)
+        goto done;
+    p = pos;
+    for (;;) {
+        int32_t size, kl, vl;
+        int64_t ts = -1;
+        int magic, attrs;
+        uint32_t crc, computed;
+        Py_ssize_t msg_end, i;
+        PyObject *key, *value, *t;
+
+        if (n >= limit) {
+            status = LEGACY_LIMIT;
+            break;
+        }
+        if (end - p < 12)
+            break;
+        size = be32(buf + p + 8);
+        if (size < 14) {
+            status = LEGACY_BAD_SIZE;
+            break;
+        }
+        if ((Py_ssize_t)size > end - p - 12)
+            break;
+        msg_end = p + 12 + size; /* >= p + 26: the v1 timestamp is inside */
+        crc = be32u(buf + p + 12);
+        magic = (int8_t)buf[p + 16];
+        attrs = buf[p + 17];
+        if (magic != 0 && magic != 1) {
+            raise_invalid(p + 16, "Invalid magic used in LegacyRecord: %d", magic);
+            set_error_kind("unknown_magic");
+            goto done;
+        }
+        i = p + 18;
+        if (magic == 1) {
+            ts = be64(buf + i);
+            i += 8;
+        }
+        if (i + 4 > msg_end)
+            goto structure;
+        kl = be32(buf + i);
+        i += 4;
+        if (kl >= 0) {
+            if (i + kl > msg_end)
+                goto structure;
+            i += kl;
+        }
+        if (i + 4 > msg_end)
+            goto structure;
+        vl = be32(buf + i);
+        i += 4;
+        if (vl >= 0 && i + vl > msg_end)
+            goto structure;
+        computed = crc32_update(0, buf + p + 16, (size_t)(msg_end - p - 16));
+        i = p + (magic == 1 ? 26 : 18) + 4;
+        if ((t = PyTuple_New(9)) == NULL)
+            goto done;
+        if (kl < 0) {
+            Py_INCREF(Py_None);
+            key = Py_None;
+        }
+        else
+            key = PyBytes_FromStringAndSize((const char *)buf + i, kl);
+        if (kl > 0)
+            i += kl;
+        i += 4;
+        if (vl < 0) {
+            Py_INCREF(Py_None);
+            value = Py_None;
+        }
+        else
+            value = PyBytes_FromStringAndSize((const char *)buf + i, vl);
+        PyTuple_SET_ITEM(t, 6, key);
+        PyTuple_SET_ITEM(t, 7, value);
+        PyTuple_SET_ITEM(t, 0, PyLong_FromLongLong((long long)be64(buf + p)));
+        PyTuple_SET_ITEM(t, 1, PyLong_FromLong(size));
+        PyTuple_SET_ITEM(t, 2, PyLong_FromUnsignedLong(crc));
+        PyTuple_SET_ITEM(t, 3, PyLong_FromLong(magic));
+        PyTuple_SET_ITEM(t, 4, PyLong_FromLong(attrs));
+        PyTuple_SET_ITEM(t, 5, PyLong_FromLongLong((long long)ts));
+        Py_INCREF(computed == crc ? Py_True : Py_False);
+        PyTuple_SET_ITEM(t, 8, computed == crc ? Py_True : Py_False);
+        if (key == NULL || value == NULL || PyTuple_GET_ITEM(t, 0) == NULL || PyTuple_GET_ITEM(t, 1) == NULL ||
+            PyTuple_GET_ITEM(t, 2) == NULL || PyTuple_GET_ITEM(t, 3) == NULL || PyTuple_GET_ITEM(t, 4) == NULL ||
+            PyTuple_GET_ITEM(t, 5) == NULL) {
+            Py_DECREF(t); /* NULL items are skipped by the tuple's dealloc */
+            goto done;
+        }
+        if (PyList_Append(list, t) < 0) {
+            Py_DECREF(t);
+            goto done;
+        }
+        Py_DECREF(t);
+        n++;
+        p = msg_end;
+        continue;
+    structure:
+        raise_invalid(p, "Found invalid record structure (key or value runs past the message end)");
+        goto done;
+    }
+    result = Py_BuildValue("(Oni)", list, p, status);
+done:
+    Py_XDECREF(list);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records,
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
@@ -2867,6 +3020,8 @@ static PyMethodDef speedups_methods[] = {
     {"encode_legacy_messages", (PyCFunction)(void (*)(void))encode_legacy_messages, METH_FASTCALL,
      encode_legacy_messages_doc},
     {"_crc32", (PyCFunction)(void (*)(void))py_crc32, METH_FASTCALL | METH_KEYWORDS, crc32_doc},
+    {"decode_legacy_inner", (PyCFunction)(void (*)(void))decode_legacy_inner, METH_FASTCALL,
+     decode_legacy_inner_doc},
     {NULL, NULL, 0, NULL},
 };
 
