@@ -379,28 +379,34 @@ def test_short_and_zero_tails(tmp_path, tail, kind):
     assert out == batch_bytes(path, 0, 1, 2, 3) and sum(calls) == V2_SIZE + len(tail)
 
 
-def test_garbage_in_the_middle(tmp_path):
+@pytest.mark.parametrize("at, junk, words", [
+    (1886, b"\xff" * 50, "Found record size -1 smaller than minimum record overhead (14)"),  # size field -1
+    (930, bytes(3000), "Found record size 0 smaller than minimum record overhead (14)"),  # a zero run
+])
+def test_garbage_in_the_middle(tmp_path, at, junk, words):
     path = copy_of(tmp_path)
     raw = open(path, "rb").read()
     with open(path, "wb") as f:
-        f.write(raw[:1886] + b"\xff" * 50 + raw[1886:])  # size field -1 at 1886
+        f.write(raw[:at] + junk + raw[at:])
     with pytest.raises(KafkaToolError) as ei:
         run(path)
-    located(ei.value, path, 1886, "invalid_size")
-    assert "Found record size -1 smaller than minimum record overhead (14)" in str(ei.value)
+    located(ei.value, path, at, "invalid_size")
+    assert words in str(ei.value)
     out, loss, calls, _ = run(path, skip_damaged=True)
-    assert ranges(loss) == [(1886, 1936, "invalid_size")] == verify_ranges(path)
-    assert out == raw and sum(calls) == V2_SIZE + 50
+    assert ranges(loss) == [(at, at + len(junk), "invalid_size")] == verify_ranges(path)
+    assert f"{len(junk)} unreadable bytes before the next valid batch at {at + len(junk)}" in loss.damaged[0].reason
+    assert out == raw and sum(calls) == V2_SIZE + len(junk)
 
 
-def test_zero_run_in_the_middle(tmp_path):
-    path = copy_of(tmp_path)
-    raw = open(path, "rb").read()
+def test_empty_and_tiny_files(tmp_path):
+    path = str(tmp_path / SEG)
+    open(path, "wb").close()
+    out, loss, calls, _ = run(path)
+    assert out == b"" and calls == [] and not loss.damaged
     with open(path, "wb") as f:
-        f.write(raw[:930] + bytes(3000) + raw[930:])
+        f.write(b"\x07" * 12)
     out, loss, calls, _ = run(path, skip_damaged=True)
-    assert ranges(loss) == [(930, 3930, "invalid_size")] == verify_ranges(path)
-    assert out == raw and sum(calls) == V2_SIZE + 3000
+    assert ranges(loss) == [(0, 12, "trailing_bytes")] == verify_ranges(path) and calls == [12]
 
 
 @pytest.mark.parametrize("declared", [0x7FFFFFFF, 2975, 10 << 20])
@@ -433,6 +439,16 @@ def test_size_field_smaller_but_framing(tmp_path):
     assert ranges(loss)[0] == (930, 1142, "crc_mismatch")
     assert ranges(loss) == verify_ranges(path) and ranges(loss)[-1][1] == 1886
     assert out == batch_bytes(path, 0, 2, 3) and sum(calls) == V2_SIZE
+
+
+def test_size_field_that_frames_within_the_file(tmp_path):
+    """Batch 0's size claims everything up to batch 3: a CRC-failed "batch" of 2879 bytes that
+    swallows batches 1 and 2, as verify reports it (the walk trusts a size that frames)."""
+    path = copy_of(tmp_path)
+    patch(path, 8, struct.pack(">i", 2879 - 12))
+    out, loss, calls, _ = run(path, skip_damaged=True)
+    assert ranges(loss) == [(0, 2879, "crc_mismatch")] == verify_ranges(path)
+    assert out == batch_bytes(path, 3) and sum(calls) == V2_SIZE
 
 
 def test_unknown_magic(tmp_path):
