@@ -84,7 +84,7 @@ class Salvaged:
         }
 
 
-_COUNTERS = (
+COUNTERS = (
     "batches_in",
     "batches_out",
     "records_in",
@@ -99,6 +99,8 @@ _COUNTERS = (
     "aborted_records_kept",
     "aborted_records_dropped",
 )
+
+"""The counter fields of :class:`Loss`, in report order."""
 
 # Counters that are not losses: what went in and came out.
 _THROUGHPUT = frozenset({"batches_in", "batches_out", "records_in", "records_out", "header_count"})
@@ -145,9 +147,19 @@ class Loss:
         if len(self.salvaged) < MAX_LISTED:
             self.salvaged.append(item)
 
+    def counters(self) -> tuple[int, ...]:
+        """The counters' values, in :data:`COUNTERS` order (what :meth:`restore` takes back)."""
+        return tuple(getattr(self, name) for name in COUNTERS)
+
+    def restore(self, values: tuple[int, ...]) -> None:
+        """Set the counters back to ``values`` (from :meth:`counters`): an entry that failed
+        half-way leaves no count behind."""
+        for name, value in zip(COUNTERS, values):
+            setattr(self, name, value)
+
     def merge(self, other: Loss) -> None:
         """Add ``other``'s counters and entries to this one (lists still capped)."""
-        for name in _COUNTERS:
+        for name in COUNTERS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
         room = MAX_LISTED - len(self.damaged)
         if room > 0:
@@ -165,11 +177,11 @@ class Loss:
         left the log, even if ``--drop-aborted`` asked for it."""
         if self.damaged_count or self.salvaged_count:
             return True
-        return any(getattr(self, name) for name in _COUNTERS if name not in _THROUGHPUT)
+        return any(getattr(self, name) for name in COUNTERS if name not in _THROUGHPUT)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready, stable key order: the counters, then the two counts and lists."""
-        out: dict[str, Any] = {name: getattr(self, name) for name in _COUNTERS}
+        out: dict[str, Any] = {name: getattr(self, name) for name in COUNTERS}
         out["damaged_count"] = self.damaged_count
         out["damaged"] = [d.as_dict() for d in self.damaged]
         out["salvaged_count"] = self.salvaged_count

@@ -175,6 +175,9 @@ class BatchConverter:
         order: a pending run of legacy messages comes first when ``batch`` ends it. Raises the
         located :class:`~kafkatool.errors.KafkaToolError` of a batch that does not convert
         (records that do not decode, a decompression failure, a codec the target refuses)."""
+        counters = self.loss.counters()
+        run = self._run
+        run_state = None if run is None else (run.count, run.size, run.last_offset, run.max_timestamp)
         self.loss.batches_in += 1
         try:
             if batch.magic >= 2:
@@ -186,6 +189,14 @@ class BatchConverter:
                 return out
             return self._from_legacy(batch, data, salvaged)
         except KafkaToolError as e:
+            # atomic: the caller may skip this entry (a damaged range) or feed it again as
+            # salvaged, so nothing of it stays counted and a pending run is as it was
+            self.loss.restore(counters)
+            self._run = run
+            if run is not None and run_state is not None:
+                run.count, run.size, run.last_offset, run.max_timestamp = run_state
+                if run.records is not None:
+                    del run.records[run.count :]
             raise e.at(self.path or None, batch.position) from e.__cause__
 
     def flush(self) -> list[bytes]:
@@ -198,18 +209,19 @@ class BatchConverter:
         return self._emit_run(run)
 
     # ------------------------------------------------------------------ helpers
-    def _target_codec(self, source_codec: int, position: int) -> int:
+    def _target_codec(self, source_codec: int) -> int:
+        """The codec of the output (errors positioned at the entry start, as :meth:`feed` locates them)."""
         codec = source_codec if self.options.codec is None else self.options.codec
         if codec == Codec.ZSTD and self.options.magic < 2:
             asked = "asked" if self.options.codec is not None else "kept from the source batch"
             raise KafkaToolError(
                 f"ZStandard compression is not supported for magic {self.options.magic} (zstd {asked}; "
                 "name another codec with --compression)",
-                position=position,
+                position=0,
                 kind="refused",
             )
         if codec > Codec.ZSTD:
-            raise InvalidRecordError(f"Unknown compression type id: {codec}", position=position)
+            raise InvalidRecordError(f"Unknown compression type id: {codec}", position=0)
         return codec
 
     def _chunks(self, batch: Batch, data: bytes | memoryview) -> Iterable[list[Record]]:
@@ -231,7 +243,7 @@ class BatchConverter:
             loss.aborted_records_dropped += count
             return []
         source_codec = batch.attributes & CODEC_MASK
-        codec = Codec.NONE if batch.is_control else self._target_codec(source_codec, batch.position)
+        codec = Codec.NONE if batch.is_control else self._target_codec(source_codec)
         loss.records_in += count
         loss.records_out += count
         loss.batches_out += 1
@@ -290,7 +302,7 @@ class BatchConverter:
             loss.aborted_records_dropped += count
             return []
         magic = self.options.magic
-        codec = self._target_codec(batch.attributes & CODEC_MASK, batch.position)
+        codec = self._target_codec(batch.attributes & CODEC_MASK)
         if count == 0:
             loss.empty_batches_dropped += 1
             return []
@@ -355,7 +367,7 @@ class BatchConverter:
         options = self.options
         magic = options.magic
         source_codec = batch.attributes & CODEC_MASK
-        codec = self._target_codec(source_codec, batch.position)
+        codec = self._target_codec(source_codec)
         lat = batch.max_timestamp if batch.timestamp_type == LOG_APPEND_TIME else None
         if source_codec == Codec.NONE and codec != Codec.NONE or (source_codec == Codec.NONE and magic == 2):
             # an uncompressed message: joins (or starts) a run
@@ -377,6 +389,8 @@ class BatchConverter:
         records: list[Record] = []
         for chunk in self._chunks(batch, data):
             records += chunk
+        if source_codec != Codec.NONE and not salvaged:
+            self._check_inner_crcs(records)
         loss.records_in += len(records)
         if magic == 0:
             loss.timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
@@ -385,6 +399,20 @@ class BatchConverter:
         else:
             out += self._legacy_of(records, magic, codec, lat)
         return out
+
+    @staticmethod
+    def _check_inner_crcs(records: Sequence[Record]) -> None:
+        """Refuse to re-encode a wrapper whose inner messages fail their own CRC (§5.2): a new
+        CRC would launder the damage (``--salvage`` accepts it, listed)."""
+        for r in records:
+            if r.crc_valid is False:
+                raise KafkaToolError(
+                    f"inner message {r.offset} fails its CRC (stored crc {r.crc}, not the crc computed over its "
+                    "bytes) inside a wrapper whose outer CRC is valid",
+                    position=0,
+                    found=r.crc,
+                    kind="inner_crc_mismatch",
+                )
 
     def _legacy_of(self, records: Sequence[Record], magic: int, codec: int, lat: int | None) -> list[bytes]:
         """Legacy output of ``records``: one message each (codec none) or one wrapper."""
