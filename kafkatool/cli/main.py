@@ -38,6 +38,7 @@ class BrokenPipe(BaseException):
 
 #: The commands: name -> ``"module:attribute"``, each module imported only when its command is used.
 COMMANDS: dict[str, str] = {
+    "convert": "kafkatool.cli.convert:convert",
     "dump": "kafkatool.cli.dump:dump",
     "reindex": "kafkatool.cli.reindex:reindex",
     "restore": "kafkatool.cli.restore:restore",
