@@ -12,6 +12,8 @@ the backup is complete, one ``renameat2(RENAME_EXCHANGE)`` swaps the staging dir
 partition dir, and the staging dir, now holding the old state whose every byte is in the new
 state (hard links) or in the backup, is removed. The 32 hex start with :data:`STAGING_TAG`,
 so the next run (a dry run reports it) recognises and removes a leftover under the lock.
+A command that rewrites whole files (``convert --in-place``) hands :func:`exchange_partition`
+a ``build`` callback that writes them straight into the staging dir.
 
 When the exchange is impossible (not Linux, no ``renameat2``, a file system that refuses
 ``RENAME_EXCHANGE``, a hard link refused, a subdirectory in the partition dir, or
@@ -428,6 +430,8 @@ def exchange_partition(
     drop: Iterable[str] = (),
     like: dict[str, str] | None = None,
     before_switch: Callable[[], None] | None = None,
+    build: Callable[[str], Iterable[str]] | None = None,
+    keep_unbuilt: bool = True,
 ) -> None:
     """Replace the whole partition dir by its new state in one ``RENAME_EXCHANGE`` (module doc).
 
@@ -437,6 +441,15 @@ def exchange_partition(
     owner and mode of ``like[name]`` (another file's name) or else of the partition's files.
     ``before_switch`` runs once the staging dir is complete and durable: the backup goes
     there, so every removed byte is saved before the switch.
+
+    ``build(staging)`` fills the staging dir itself with whole files written straight into it
+    (a converted 1 GiB ``.log`` is written once, never held in memory) and returns their
+    names; it runs first, right after the staging dir is made, while the staging dir is still
+    empty. A built file replaces the partition's file of that name. The staging dir must then
+    hold exactly the names returned, each a regular file (no temp file, no subdirectory, no
+    link: else :class:`RepairError` and nothing changed); each is fsynced here. With
+    ``keep_unbuilt=False`` the new state is the built files (plus ``write`` and ``cut``) only:
+    every other file of the partition dir is absent from it (``before_switch`` backs it up).
 
     Raises :class:`ExchangeUnavailable`, before ``before_switch`` ran and with nothing left
     behind, when a hard link or the exchange itself is refused; the caller then uses the
@@ -462,13 +475,11 @@ def exchange_partition(
             if not entry.is_file(follow_symlinks=False):
                 raise ExchangeUnavailable(f"the partition dir holds {entry.name!r}, which is not a regular file")
             stats[entry.name] = st
-    kept = sorted(n for n in stats if n not in drop)
+    kept = sorted(n for n in stats if n not in drop and (keep_unbuilt or n in write or n in cut))
     # a created file with no file to take after: like the partition's files (a .log), else the dir without x bits
     some = next((stats[n] for n in kept if n.endswith(".log")), next(iter(stats.values()), None))
     if some is None:
         some = os.stat_result((dir_stat.st_mode & ~0o111, *tuple(dir_stat)[1:]))
-    logs = [n for n in kept if n.endswith(_LOG_LIKE) and n not in cut and n not in write]
-    small = sorted((set(kept) | set(write)) - set(logs) - set(cut))
     os.mkdir(staging, 0o700)
     try:
         dfd = os.open(staging, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
@@ -479,6 +490,10 @@ def exchange_partition(
         fsync_dir(log_dir)
         fault_point("after staging dir")
         _probe_exchange(staging)
+        # 0. the files a builder writes straight into the staging dir (before anything else is there)
+        built = set() if build is None else _built_files(staging, build(staging), set(write) | set(cut))
+        logs = [n for n in kept if n.endswith(_LOG_LIKE) and n not in cut and n not in write and n not in built]
+        small = sorted((set(kept) | set(write)) - set(logs) - set(cut) - built)
         # 1. every small file of the new state, written fresh (never a hard link: see the module doc)
         for n in small:
             target = os.path.join(staging, n)
@@ -527,6 +542,45 @@ def exchange_partition(
     fault_point("after staging removal")
     fsync_dir(log_dir)
     fault_point("after log dir fsync")
+
+
+def _built_files(staging: str, names_built: Iterable[str], taken: set[str]) -> set[str]:
+    """Check what a ``build`` callback left in the staging dir: exactly the names it returned,
+    each a plain name of a regular file, none of them also written or cut; fsync each one."""
+    built: list[str] = []
+    for n in names_built:
+        if not isinstance(n, str) or n in ("", ".", "..") or os.sep in n or "\0" in n:
+            raise RepairError(f"the builder named {n!r}, which is not a file name of the staging dir", path=staging)
+        built.append(n)
+    if len(set(built)) != len(built):
+        raise RepairError("the builder named a file twice", path=staging)
+    clash = sorted(set(built) & taken)
+    if clash:
+        raise RepairError(f"the builder wrote {clash[0]!r}, which is also written or cut", path=staging)
+    present = set(os.listdir(staging))
+    extra, missing = sorted(present - set(built)), sorted(set(built) - present)
+    if extra or missing:
+        what = (f"holds {extra[0]!r}, which the builder did not name" if extra
+                else f"lacks {missing[0]!r}, which the builder named")
+        raise RepairError(f"the staging dir {what}; nothing changed", path=staging)
+    for n in sorted(built, key=lambda n: n.endswith(_LOG_LIKE)):  # the .log files last, as when staging
+        p = os.path.join(staging, n)
+        try:
+            fd = os.open(p, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+                         | getattr(os, "O_CLOEXEC", 0))
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                raise RepairError("the builder left a symbolic link, not a file", path=p) from None
+            raise
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise RepairError("the builder left something that is not a regular file", path=p)
+            with naming(p):
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        fault_point("after built file")
+    return set(built)
 
 
 def unlink_all(paths: Iterable[str]) -> list[str]:
