@@ -155,10 +155,39 @@ def test_undamaged_segment_is_copied_whole(name):
 
 
 def test_progress_in_steps(tmp_path, monkeypatch):
-    monkeypatch.setattr(source, "PROGRESS_STEP", 1000)
+    monkeypatch.setattr(source, "PROGRESS_STEP", 1886)
     out, loss, calls, _ = run(copy_of(tmp_path))
-    # 930 + 956 reaches the step, 993 + 975 too: two calls, nothing left for the end
+    # 930 + 956 reaches the step exactly, 993 + 975 passes it: two calls, nothing left for the end
     assert calls == [1886, 1968]
+
+
+def test_progress_per_entry_and_range(tmp_path, monkeypatch):
+    """With a step of 1 byte, one call per entry converted and per damaged range, each its size."""
+    monkeypatch.setattr(source, "PROGRESS_STEP", 1)
+    path = copy_of(tmp_path)
+    patch(path, 930 + 8, struct.pack(">i", 5000))  # batch 1's size past the end: [930, 1886) skipped
+    os.truncate(path, V2_SIZE - 100)  # and the last batch cut: [2879, 3754)
+    out, loss, calls, _ = run(path, skip_damaged=True)
+    assert ranges(loss) == [(930, 1886, "invalid_size"), (2879, 3754, "partial_batch")] == verify_ranges(path)
+    assert calls == [930, 956, 993, 875]
+
+
+def test_read_error_is_not_damage(tmp_path, monkeypatch):
+    """A read error in the middle of the walk stops the conversion even with --salvage."""
+    from kafkatool.segment import walk
+
+    real = walk.SegmentWalker._walk_file
+
+    def failing(self):
+        for i, item in enumerate(real(self)):
+            if i == 1:
+                raise OSError(5, "Input/output error")
+            yield item
+
+    monkeypatch.setattr(walk.SegmentWalker, "_walk_file", failing)
+    with pytest.raises(KafkaToolError) as ei:
+        run(copy_of(tmp_path), salvage=True)
+    assert "cannot read the file: Input/output error" in str(ei.value)
 
 
 def _kafka_python_batch(offset: int, values: list[bytes]) -> bytes:
@@ -483,6 +512,14 @@ def test_damaged_list_is_capped(tmp_path, monkeypatch):
         pytest.skip("fixtures-real not present")
     _out, loss, _c, _ = run(REAL_BAD_CRC, skip_damaged=True)
     assert loss.damaged_count == 90 and len(loss.damaged) == 10
+
+
+def test_fifo_named_like_a_segment_is_refused(tmp_path):
+    path = str(tmp_path / SEG)
+    os.mkfifo(path)
+    with pytest.raises(KafkaToolError) as ei:
+        run(path)
+    assert ei.value.path == path and "not a regular file" in str(ei.value)
 
 
 def test_abandoned_walk_closes_its_files(tmp_path):

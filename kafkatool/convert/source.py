@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Callable, Iterator
 from kafkatool.convert.options import DamagedRange, Salvaged
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.record.layout import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET, V2
+from kafkatool.segment.logdir import open_log
 from kafkatool.segment.resync import resync
 from kafkatool.segment.walk import DEFAULT_MAX_BATCH_BYTES, WalkStop
 from kafkatool.segment.zeros import zero_run_end
@@ -101,18 +102,26 @@ def converted_entries(
     error that is not about the bytes of an entry always stops the walk.
     """
     path = segment.log_path
-    size = segment.size
     skip = options.skips_damaged
     cap = options.max_decompressed_bytes
     # an entry larger than the walk's window is handed over with data None (its CRC streamed);
     # one above the cap is never read
     window_cap = max(1, min(DEFAULT_MAX_BATCH_BYTES, cap))
-    done = 0  # source bytes reported to progress
-    pending = 0  # source bytes done since the last report
+    f = open_log(path)  # (a FIFO named like a segment is refused, never opened blocking)
+    done = pending = 0  # source bytes reported to progress; done since the last report
 
-    pos = 0
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    def advance(n: int) -> None:
+        nonlocal done, pending
+        pending += n
+        if pending >= PROGRESS_STEP and progress is not None:
+            progress(pending)
+            done += pending
+            pending = 0
+
     try:
+        fd = f.fileno()
+        size = os.fstat(fd).st_size  # the walk's end: bytes appended meanwhile are not read
+        pos = 0
         while pos < size:
             reader = segment.batches(pos, size, max_batch_bytes=window_cap)
             it = iter(reader)
@@ -136,11 +145,7 @@ def converted_entries(
                         loss.add_damaged(DamagedRange(path, d.start, d.end, f"{d.kind}: {d.message}"))
                         out = ()
                     yield from out
-                    pending += batch.size
-                    if pending >= PROGRESS_STEP and progress is not None:
-                        progress(pending)
-                        done += pending
-                        pending = 0
+                    advance(batch.size)
             finally:
                 reader.close()
             pos = reader.position
@@ -150,14 +155,10 @@ def converted_entries(
             if not skip:
                 raise _error(path, d)
             loss.add_damaged(DamagedRange(path, d.start, d.end, f"{d.kind}: {d.message}"))
-            pending += d.end - d.start
-            if pending >= PROGRESS_STEP and progress is not None:
-                progress(pending)
-                done += pending
-                pending = 0
+            advance(d.end - d.start)
             pos = d.end
     finally:
-        os.close(fd)
+        f.close()
     yield from converter.flush()
     if progress is not None and size - done > 0:
         progress(size - done)
