@@ -217,11 +217,18 @@ def test_v2_empty_compacted_batch_keeps_its_header(tmp_path):
     body = V2H.pack(40, 49, 2, 2, 0, 0x40 | GZIP, 4, T0 + 86_400_000, T0 + 7, 5, 1, 3, 0)
     src = bytearray(body)
     struct.pack_into(">I", src, 17, calc_crc32c(bytes(src[21:])))
+    # (a source with gzip bits over no records section: Kafka writes codec none, so does convert)
     out, loss = run(tmp_path, bytes(src), ConvertOptions(magic=2, codec=ZSTD))
     h = v2_header(out[0])
-    assert (h["base_offset"], h["last_offset_delta"], h["count"], h["attributes"]) == (40, 4, 0, 0x40 | ZSTD)
+    assert (h["base_offset"], h["last_offset_delta"], h["count"], h["attributes"]) == (40, 4, 0, 0x40)
     assert (h["base_timestamp"], h["max_timestamp"], h["producer_id"], h["base_sequence"]) == (T0 + 86_400_000, T0 + 7, 5, 3)
     assert len(out[0]) == 61 and h["crc"] == calc_crc32c(out[0][21:])
+    assert kp_read(out[0])[0][1] == [] and aio_read(out[0]) == [[]]
+    none = bytearray(src)
+    none[22] = 0x40
+    struct.pack_into(">I", none, 17, calc_crc32c(bytes(none[21:])))
+    for codec in (SNAPPY, LZ4, ZSTD):  # an uncompressed empty batch stays as it is
+        assert run(tmp_path, bytes(none), ConvertOptions(magic=2, codec=codec))[0] == [bytes(none)]
     # down: skipped and counted
     out, loss = run(tmp_path, bytes(src), ConvertOptions(magic=1))
     assert out == [] and loss.empty_batches_dropped == 1
@@ -526,3 +533,28 @@ def test_inner_crc_mismatch_refused_unless_salvaged(tmp_path):
     assert out == [wrapper]
     out, _ = run(tmp_path, wrapper, ConvertOptions(magic=2), salvaged=True)
     assert [g[0] for g in flat(kp_read(out[0]))] == [0, 1]
+
+
+# --------------------------------------------------------------------------- the Loss report
+
+
+def test_loss_lists_are_capped_and_merge_adds_up():
+    from kafkatool.convert.options import MAX_LISTED, DamagedRange, Salvaged
+
+    a, b = Loss(headers_dropped=2, header_count=3), Loss(records_in=5, timestamps_dropped=1)
+    for i in range(MAX_LISTED + 5):
+        a.add_damaged(DamagedRange("x.log", i, i + 1, "bad"))
+    b.add_damaged(DamagedRange("y.log", 0, 9, "bad"))
+    b.add_salvaged(Salvaged("y.log", 0, 7, 1, 2))
+    a.merge(b)
+    assert len(a.damaged) == MAX_LISTED and a.damaged_count == MAX_LISTED + 6
+    assert (a.salvaged_count, len(a.salvaged), a.records_in, a.timestamps_dropped) == (1, 1, 5, 1)
+    assert Loss(records_in=9, batches_out=3).any() is False
+    assert Loss(aborted_records_kept=1).any() and Loss(salvaged_count=1).any()
+    d = a.as_dict()
+    assert list(d)[:4] == ["batches_in", "batches_out", "records_in", "records_out"]
+    assert d["damaged"][0] == {"path": "x.log", "start": 0, "end": 1, "reason": "bad"}
+    lines = a.lines()
+    assert lines[0] == "2 records lost their headers (3 headers)"
+    assert "1 record lost its timestamp (magic 0 has none)" in lines
+    assert lines.count("  … and 6 more") == 1

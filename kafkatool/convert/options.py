@@ -194,8 +194,8 @@ class Loss:
         out: list[str] = []
         if self.headers_dropped:
             out.append(
-                f"{self.headers_dropped} {_plural(self.headers_dropped, 'record')} lost their "
-                f"headers ({self.header_count} {_plural(self.header_count, 'header')})"
+                f"{self.headers_dropped} {_plural(self.headers_dropped, 'record')} lost "
+                f"{_plural(self.headers_dropped, 'its', 'their')} headers ({self.header_count} {_plural(self.header_count, 'header')})"
             )
         if self.producer_fields_dropped:
             n = self.producer_fields_dropped
@@ -212,7 +212,7 @@ class Loss:
             )
         if self.timestamps_dropped:
             n = self.timestamps_dropped
-            out.append(f"{n} {_plural(n, 'record')} lost their timestamp (magic 0 has none)")
+            out.append(f"{n} {_plural(n, 'record')} lost {_plural(n, 'its timestamp', 'their timestamps')} (magic 0 has none)")
         if self.empty_batches_dropped:
             n = self.empty_batches_dropped
             out.append(

@@ -12,9 +12,9 @@ The rules, by source and target magic (offsets are always kept):
   sequence, transactional and control flags, leader epoch, delete horizon, timestamp type, base
   and max timestamps, lastOffsetDelta); only the codec bits, the records section, batchLength and
   the CRC change. The records section is decompressed and recompressed, never decoded (the fast
-  path); same codec: the entry's bytes, unchanged. Control batches stay uncompressed. An empty
-  (compacted) batch gets the target codec's bits and no records section, as Kafka's
-  ``writeEmptyHeader`` writes one.
+  path); same codec: the entry's bytes, unchanged. Control batches stay uncompressed, and so do
+  empty (compacted, count 0) batches: codec none and no records section, as Kafka's
+  ``writeEmptyHeader`` writes one (an empty section under a codec's bits is no valid stream).
 * **v2 → v0/v1**: control batches dropped; the records of a batch become one legacy message each
   (uncompressed target) or ONE wrapper (compressed target) whose offset is the last record's, with
   v1 inner offsets relative to the first record and v0 ones absolute. Headers, producer fields,
@@ -243,7 +243,10 @@ class BatchConverter:
             loss.aborted_records_dropped += count
             return []
         source_codec = batch.attributes & CODEC_MASK
-        codec = Codec.NONE if batch.is_control else self._target_codec(source_codec)
+        # control batches stay uncompressed; so do empty (compacted) ones: Kafka writes them with
+        # CompressionType.NONE (DefaultRecordBatch.writeEmptyHeader), and an empty records section
+        # under a codec's bits is no valid stream for a consumer (kafka-python, aiokafka fail on it)
+        codec = Codec.NONE if batch.is_control or count == 0 else self._target_codec(source_codec)
         loss.records_in += count
         loss.records_out += count
         loss.batches_out += 1
