@@ -295,8 +295,10 @@ def convert_segment(
             try:
                 builder.add_batch(position, size, header.last_offset, header.max_timestamp)
             except IndexAppendError as e:
+                first = header.offset  # v2: the base offset; legacy: the message's (a wrapper's last inner) offset
+                what = f"offset {first}" if first == header.last_offset else f"offsets {first}-{header.last_offset}"
                 raise KafkaToolError(
-                    f"the converted batch of offsets {header.offset}-{header.last_offset} cannot be indexed "
+                    f"the converted entry of {what} cannot be indexed "
                     f"({e.message}); recovery would refuse this segment too",
                     path=log_path, kind="index_append",
                 ) from None

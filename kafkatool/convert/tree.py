@@ -297,9 +297,14 @@ def plan_convert(src: str, dest: str | None, options: ConvertOptions) -> Convert
         raise _refused(f"--to-magic must be 0, 1 or 2, not {options.magic}", None)
     if os.path.isdir(src):
         name = os.path.basename(os.path.abspath(src))
-        if names.parse_partition_dir(name) is not None:
+        real = os.path.realpath(src)
+        if names.parse_partition_dir(name) is None and names.parse_partition_dir(os.path.basename(real)) is not None:
+            src_dir = real  # a symbolic link to a partition dir, under another name
+        else:
+            src_dir = src
+        if names.parse_partition_dir(os.path.basename(os.path.abspath(src_dir))) is not None:
             kind = "partition"
-            partition = Partition(src)
+            partition = Partition(src_dir)
             if _is_metadata(partition):
                 raise _refused("the KRaft metadata log (__cluster_metadata) is not converted: it must stay v2", src)
             partitions = [partition]
