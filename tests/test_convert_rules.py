@@ -558,3 +558,20 @@ def test_loss_lists_are_capped_and_merge_adds_up():
     assert lines[0] == "2 records lost their headers (3 headers)"
     assert "1 record lost its timestamp (magic 0 has none)" in lines
     assert lines.count("  … and 6 more") == 1
+
+
+def test_a_level_asked_recompresses_the_same_codec(tmp_path):
+    recs = [(i, T0, None, b"abcdefgh" * 40 + bytes([i])) for i in range(30)]
+    src = kp_v2([r + ((),) for r in recs], base_offset=0, codec=GZIP)
+    out, _ = run(tmp_path, src, ConvertOptions(magic=2, codec=GZIP))
+    assert out == [src]
+    fast, _ = run(tmp_path, src, ConvertOptions(magic=2, codec=GZIP, level=1))
+    best, _ = run(tmp_path, src, ConvertOptions(magic=2, codec=GZIP, level=9))
+    assert len(fast[0]) > len(best[0])  # zlib: level 1 compresses this input less than level 9
+    for out in (fast, best):
+        assert v2_header(out[0])["attributes"] & 7 == GZIP
+        assert [g[4] for g in flat(kp_read(out[0]))] == [r[3] for r in recs]
+    legacy = kp_legacy(1, recs, codec=GZIP)
+    assert run(tmp_path, legacy, ConvertOptions(magic=1, codec=GZIP))[0] == [legacy]
+    (wrapper,) = run(tmp_path, legacy, ConvertOptions(magic=1, codec=GZIP, level=1))[0]
+    assert wrapper != legacy and [g[4] for g in flat(kp_read(wrapper))] == [r[3] for r in recs]

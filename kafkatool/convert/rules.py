@@ -28,6 +28,8 @@ The rules, by source and target magic (offsets are always kept):
   timestamp differs from the run's (a v2 batch has one log-append time), and at an offset that
   does not follow the run's last one. Timestamps are copied (v0: -1), producer fields and leader
   epoch are -1, the codec is ``options.codec`` or the source's.
+* ``level``: a codec kept at an asked level is compressed again (``--compression zstd --level 19``
+  on zstd batches); without a level, the same codec keeps the bytes.
 * **v0 ↔ v1** (and a legacy codec change): same magic and codec, the entry's bytes unchanged;
   otherwise re-encoded at the target magic. A wrapper stays one wrapper; uncompressed messages
   stay one message each, or are coalesced as above into one wrapper when a codec is asked
@@ -46,6 +48,7 @@ always re-encoded, so it gets a new CRC.
 from __future__ import annotations
 
 import struct
+from operator import itemgetter
 from typing import Iterable, Sequence
 
 from kafkatool.convert.aborted import AbortedSet
@@ -71,6 +74,9 @@ from kafkatool.record.records import batch_record_chunks
 __all__ = ["BatchConverter", "v2_record_size"]
 
 _I32 = struct.Struct(">i")
+_timestamp = itemgetter(1)  # Record fields, read in bulk (map) on the per-record paths
+_headers = itemgetter(4)
+_crc_valid = itemgetter(8)
 
 
 def _uvarint_size(v: int) -> int:
@@ -250,12 +256,13 @@ class BatchConverter:
         loss.records_in += count
         loss.records_out += count
         loss.batches_out += 1
-        if codec == source_codec and not salvaged:
+        recompress = count > 0 and self._recompress(source_codec, codec)
+        if codec == source_codec and not recompress and not salvaged:
             return [] if self.dry else [bytes(data)]
         mv = memoryview(data)[V2_HEADER_SIZE : batch.size]
         if count == 0:
             body: bytes | memoryview = b""  # writeEmptyHeader: the records section is never read
-        elif source_codec == codec:
+        elif not recompress:
             body = mv  # salvaged, same codec: the section kept, the records checked below
         else:
             body = self._decompress(source_codec, mv)
@@ -264,7 +271,7 @@ class BatchConverter:
                 pass
         if self.dry:
             return []
-        if codec != source_codec and count:
+        if recompress and codec != Codec.NONE:
             body = compress(codec, bytes(body), magic=2, level=self.options.level)
         return [
             v2_batch(
@@ -281,6 +288,11 @@ class BatchConverter:
                 count=count,
             )
         ]
+
+    def _recompress(self, source_codec: int, codec: int) -> bool:
+        """Whether a compressed section must be made again: another codec, or a ``--level`` asked
+        (the same codec at an asked level is compressed again; without one, the bytes are kept)."""
+        return codec != source_codec or (self.options.level is not None and codec != Codec.NONE)
 
     def _decompress(self, codec: int, section: memoryview) -> bytes:
         if codec == Codec.NONE:
@@ -329,13 +341,12 @@ class BatchConverter:
             if not chunk:
                 continue
             n += len(chunk)
-            for r in chunk:
-                h = r.headers
-                if h:
-                    loss.headers_dropped += 1
-                    loss.header_count += len(h)
+            with_headers = [h for h in map(_headers, chunk) if h]
+            if with_headers:
+                loss.headers_dropped += len(with_headers)
+                loss.header_count += sum(map(len, with_headers))
             if magic == 0:
-                loss.timestamps_dropped += sum(1 for r in chunk if r.timestamp != -1)
+                loss.timestamps_dropped += len(chunk) - list(map(_timestamp, chunk)).count(-1)
             if first is None:
                 first = chunk[0].offset
             last = chunk[-1].offset
@@ -345,7 +356,7 @@ class BatchConverter:
                 out += _split_messages(legacy_messages(chunk, magic, timestamp=lat if magic == 1 else None, attributes=ts_bit))
             else:
                 if magic == 1 and lat is None:
-                    max_ts = max(max_ts, max(r.timestamp for r in chunk))
+                    max_ts = max(max_ts, max(map(_timestamp, chunk)))
                 inner.append(
                     legacy_messages(chunk, magic, relative_to=first if magic == 1 else None,
                                     timestamp=lat if magic == 1 else None, attributes=ts_bit)
@@ -381,7 +392,7 @@ class BatchConverter:
                 out += self._add_to_run(batch, r, lat, codec)
             return out
         out = self.flush() if self._run is not None else []
-        if magic == batch.magic and codec == source_codec and not salvaged:
+        if magic == batch.magic and not self._recompress(source_codec, codec) and not salvaged:
             n = sum(len(chunk) for chunk in self._chunks(batch, data))  # counted, and checked
             loss.records_in += n
             loss.records_out += n
@@ -396,7 +407,7 @@ class BatchConverter:
             self._check_inner_crcs(records)
         loss.records_in += len(records)
         if magic == 0:
-            loss.timestamps_dropped += sum(1 for r in records if r.timestamp != -1)
+            loss.timestamps_dropped += len(records) - list(map(_timestamp, records)).count(-1)
         if magic == 2:
             out += self._v2_of(records, codec, lat)
         else:
@@ -407,6 +418,8 @@ class BatchConverter:
     def _check_inner_crcs(records: Sequence[Record]) -> None:
         """Refuse to re-encode a wrapper whose inner messages fail their own CRC (§5.2): a new
         CRC would launder the damage (``--salvage`` accepts it, listed)."""
+        if False not in map(_crc_valid, records):
+            return
         for r in records:
             if r.crc_valid is False:
                 raise KafkaToolError(
@@ -439,7 +452,7 @@ class BatchConverter:
         if magic == 0:
             wts = -1
         else:
-            wts = lat if lat is not None else max(r.timestamp for r in records)
+            wts = lat if lat is not None else max(map(_timestamp, records))
         return [legacy_wrapper(payload, magic=magic, offset=records[-1].offset, timestamp=wts, attributes=codec | ts_bit)]
 
     def _v2_of(self, records: Sequence[Record], codec: int, lat: int | None) -> list[bytes]:
@@ -457,7 +470,7 @@ class BatchConverter:
         if lat is not None:
             mts = lat
         else:
-            mts = max(r.timestamp for r in records)
+            mts = max(map(_timestamp, records))
         return [
             v2_batch(
                 body,
