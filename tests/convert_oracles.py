@@ -168,6 +168,17 @@ def legacy_value(entry: bytes) -> bytes:
     return entry[pos + 4 : pos + 4 + vl]
 
 
+def inner_entries(entry: bytes) -> list["RawEntry"]:
+    """The inner messages of a compressed legacy wrapper (with its log overhead), decompressed by
+    kafka-python's codecs (magic-0 lz4 with its header quirk) and framed by :func:`raw_entries`."""
+    magic, codec = entry[16], entry[17] & 7
+    value = legacy_value(entry)
+    with old_kafka_lz4():
+        decode = {1: kafka.codec.gzip_decode, 2: kafka.codec.snappy_decode,
+                  3: kafka.codec.lz4_decode_old_kafka if magic == 0 else kafka.codec.lz4_decode}[codec]
+        return raw_entries(decode(value))
+
+
 # --------------------------------------------------------------------------- independent framing
 
 
@@ -217,6 +228,47 @@ def expected_indexes(buf: bytes, base_offset: int, interval: int = 4096) -> tupl
         builder.add_batch(e.position, e.size, e.last_offset, e.max_timestamp)
     result = builder.finish()
     return tuple(bytes(x) for x in result) if isinstance(result, tuple) else (bytes(result.index), bytes(result.timeindex))
+
+
+def varint_size(value: int) -> int:
+    """Bytes of a zigzag varint (spec §4.2)."""
+    z = (value << 1) ^ (value >> 63)
+    n = 1
+    while z >= 0x80:
+        z >>= 7
+        n += 1
+    return n
+
+
+def v2_record_size(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None) -> int:
+    """Bytes of one v2 record without headers (§4.2): length varint, attributes, deltas, key, value, 0 headers."""
+    body = 1 + varint_size(timestamp_delta) + varint_size(offset_delta)
+    for field_ in (key, value):
+        body += varint_size(-1) if field_ is None else varint_size(len(field_)) + len(field_)
+    body += varint_size(0)
+    return varint_size(body) + body
+
+
+V2_BATCH_OVERHEAD = 61  # log overhead and batch header (§4.1)
+
+
+def greedy_runs(records: list[Rec], max_batch_bytes: int) -> list[list[int]]:
+    """Offsets of the v2 batches a run of uncompressed legacy messages becomes when each batch
+    (log overhead included) may hold at most ``max_batch_bytes`` (a single record always fits)."""
+    runs: list[list[int]] = []
+    size = 0
+    base = None
+    for r in records:
+        if base is not None:
+            add = v2_record_size(r.offset - base.offset, r.timestamp - base.timestamp, r.key, r.value)
+            if size + add <= max_batch_bytes:
+                runs[-1].append(r.offset)
+                size += add
+                continue
+        base = r
+        runs.append([r.offset])
+        size = V2_BATCH_OVERHEAD + v2_record_size(0, 0, r.key, r.value)
+    return runs
 
 
 # --------------------------------------------------------------------------- library views

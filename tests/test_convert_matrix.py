@@ -23,6 +23,7 @@ and the v2 → v1 → v2 round trip of a segment without headers (built by kafka
 from __future__ import annotations
 
 import functools
+import random
 import shutil
 import struct
 import sys
@@ -97,9 +98,14 @@ def check_segment(out_log: Path, part: str, magic: int, codec: str, *, drop_abor
             assert e.codec == want_codec, f"{where}: entry at {e.position} has codec {e.codec}"
         if magic < 2 and e.codec == 0:
             assert len(e.records) == 1, f"{where}: an uncompressed legacy entry holds one message"
-        if magic == 0 and e.codec == o.CODECS["lz4"]:
-            stored, standard, broken = o.lz4_header_checksums(o.legacy_value(buf[e.position : e.position + e.size]))
-            assert stored == broken != standard, f"{where}: magic-0 lz4 needs the magic-0 header checksum (§7.4)"
+        if e.codec == o.CODECS["lz4"] and e.records:
+            entry = buf[e.position : e.position + e.size]
+            frame = entry[61:] if magic == 2 else o.legacy_value(entry)
+            stored, standard, broken = o.lz4_header_checksums(frame)
+            if magic == 0:
+                assert stored == broken != standard, f"{where}: magic-0 lz4 needs the magic-0 header checksum (§7.4)"
+            else:
+                assert stored == standard != broken, f"{where}: magic {magic} lz4 has the standard checksum (§7.4)"
     if codec == "default":
         # the codec of each source batch (legacy: of its wrapper, an uncompressed run stays uncompressed)
         src_codec = {r.offset: e.codec for e in src for r in e.records}
@@ -136,6 +142,42 @@ def check_segment(out_log: Path, part: str, magic: int, codec: str, *, drop_abor
             assert offsets(wrappers) == offsets(e for e in eligible if e.codec != 0), where
         elif all(e.magic == 2 or e.codec != 0 for e in eligible):
             assert offsets(out) == offsets(eligible), where
+
+    # legacy wrappers (§13.1 7): inner offsets relative to the first (v1) or absolute (v0), inner
+    # messages uncompressed at the same magic; v1 wrapper timestamp = max inner (CreateTime) or the
+    # log-append time, which the inner messages carry too (attributes bit 3)
+    if magic < 2:
+        for e, raw in zip(out, o.raw_entries(buf)):
+            if e.codec == 0:
+                continue
+            inner = o.inner_entries(buf[raw.position : raw.position + raw.size])
+            offsets = [r.offset for r in e.records]
+            assert [x.first_offset for x in inner] == ([x - offsets[0] for x in offsets] if magic == 1 else offsets), where
+            assert all(x.magic == magic and x.attributes & 7 == 0 for x in inner), where
+            if magic == 1:
+                if raw.attributes & 0x08:
+                    assert all(x.attributes & 0x08 and x.max_timestamp == raw.max_timestamp for x in inner), where
+                else:
+                    assert raw.max_timestamp == max(x.max_timestamp for x in inner), where
+
+    # same magic and codec: the bytes copied unchanged
+    if not drop_aborted and all(e.magic == magic and (want_codec is None or e.codec == want_codec) for e in src):
+        assert buf == source_log(part).read_bytes(), f"{where}: same magic and codec, bytes copied"
+    # legacy -> v2: one batch per wrapper, or per run of uncompressed messages (all small here)
+    if magic == 2 and all(e.magic < 2 for e in src):
+        runs: list[list[int]] = []
+        for i, e in enumerate(src):
+            same_run = (i > 0 and e.codec == 0 and src[i - 1].codec == 0
+                        and (e.magic, e.timestamp_type) == (src[i - 1].magic, src[i - 1].timestamp_type))
+            if same_run:
+                runs[-1] += [r.offset for r in e.records]
+            else:
+                runs.append([r.offset for r in e.records])
+        assert [[r.offset for r in e.records] for e in out] == runs, where
+        for e in out:
+            v = e.v2
+            assert (v["producer_id"], v["producer_epoch"], v["base_sequence"], v["leader_epoch"]) == (-1,) * 4, where
+            assert v["base_offset"] == e.records[0].offset and not v["is_transactional"], where
 
     # indexes: what recovery (and reindex) builds
     index, timeindex = o.expected_indexes(buf, int(out_log.name[:20]))
@@ -184,6 +226,10 @@ def test_partition(part, target, tmp_path):
     assert [p.name for p in logs] == [source_log(part).name]
     check_segment(logs[0], part, magic, codec)
     check_loss(result, [part], magic)
+    txnindex = source_log(part).with_suffix(".txnindex")
+    if txnindex.exists():  # §9: its entries stay right at v2 (offsets kept); nothing to index below
+        out_txn = logs[0].with_suffix(".txnindex")
+        assert (out_txn.read_bytes() == txnindex.read_bytes()) if magic == 2 else not out_txn.exists()
     for name in PARTITION_COPIED:
         if (FIXTURES / part / name).exists():
             assert (dest / name).read_bytes() == (FIXTURES / part / name).read_bytes(), name
@@ -375,29 +421,33 @@ def test_loss_report_text(tmp_path):
 # --------------------------------------------------------------------------- round trip
 
 
-def _kafka_python_segment(path: Path) -> list[tuple]:
-    """A v2 segment without headers written by kafka-python's builder: 5 batches (none, gzip,
-    snappy, lz4, zstd), offset gaps between batches, null keys and values, records at base 1000."""
+def _kafka_python_segment(path: Path, offset: int = 1000, *, codecs=(0, 1, 2, 3, 4), size: int = 1,
+                          headers: bool = False) -> list[tuple]:
+    """A v2 segment written by kafka-python's builder: one batch per codec in ``codecs``, offset
+    gaps between batches (as compaction leaves), null keys and values, timestamps not monotonic
+    inside a batch; headers only when asked. Returns (offset, timestamp, key, value) per record."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     out = bytearray()
     expected = []
-    offset = 1000
-    ts = 1700000000000
-    for i, codec in enumerate((0, 1, 2, 3, 4)):
+    rnd = random.Random(offset)  # incompressible values when size > 1
+    ts = 1700000000000 + offset
+    for i, codec in enumerate(codecs):
         builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
                                             producer_id=-1, producer_epoch=-1, base_sequence=-1,
                                             batch_size=1 << 20)
-        for j in range(7 + i):
+        n = 7 + i % 5
+        for j in range(n):
             key = None if j % 4 == 1 else f"k{i}-{j}".encode()
-            value = None if j % 5 == 4 else (f"value {i}/{j} " * (j + 1)).encode()
-            stamp = ts + 37 * j - (3 if j == 2 else 0)  # not monotonic inside a batch
-            builder.append(j, timestamp=stamp, key=key, value=value, headers=[])
+            value = None if j % 5 == 4 else (f"value {i}/{j} " * (j + 1)).encode() + rnd.randbytes(120 * (size - 1))
+            stamp = ts + 37 * j - (3 if j == 2 else 0)
+            hdrs = [("h", f"{i}.{j}".encode())] if headers and j % 2 == 0 else []
+            builder.append(j, timestamp=stamp, key=key, value=value, headers=hdrs)
             expected.append((offset + j, stamp, key, value))
         batch = bytearray(builder.build())
         struct.pack_into(">q", batch, 0, offset)  # the base offset (the builder writes 0)
         out += batch
-        offset += 7 + i + 3  # a gap of 3 offsets (as compaction leaves)
+        offset += n + 3  # a gap of 3 offsets
         ts += 1000
     path.write_bytes(bytes(out))
     return expected
@@ -438,3 +488,74 @@ def test_copy_of_fixture_untouched(tmp_path):
     before = {p.name: p.read_bytes() for p in copy.iterdir()}
     assert convert(copy, tmp_path / "out", 1, "gzip").code == 0
     assert {p.name: p.read_bytes() for p in copy.iterdir()} == before
+
+
+# --------------------------------------------------------------------------- --max-batch-bytes
+
+
+@pytest.mark.parametrize("part", ["v1-none-0", "v0-none-0"])
+def test_max_batch_bytes_boundaries(part, tmp_path):
+    """Uncompressed legacy messages coalesce into v2 batches of at most --max-batch-bytes (log
+    overhead included): a batch of exactly that size fits, one byte less moves its last record on."""
+    records = o.all_records(source_entries(part))
+    first = o.greedy_runs(records, 10**9)[0]
+    assert len(first) == 40
+    # the exact size of a batch of the first 7 records, counted by hand (§4.1, §4.2)
+    exact = o.V2_BATCH_OVERHEAD + sum(
+        o.v2_record_size(r.offset - records[0].offset, r.timestamp - records[0].timestamp, r.key, r.value)
+        for r in records[:7])
+    for n, first_len in ((exact, 7), (exact - 1, 6), (exact + 1, 7), (100, 1)):
+        dest = tmp_path / f"out-{n}"
+        result = convert(FIXTURES / part, dest, 2, "none", "--max-batch-bytes", str(n))
+        assert result.code == 0, result
+        buf = next(dest.glob("*.log")).read_bytes()
+        out = o.kp_read(buf)
+        runs = [[r.offset for r in e.records] for e in out]
+        assert runs == o.greedy_runs(records, n), n
+        assert len(runs[0]) == first_len, n
+        assert all(e.size <= n or len(e.records) == 1 for e in out), n
+        assert [e.size for e in out][0] == (exact if first_len == 7 else [e.size for e in out][0])
+        assert o.tuples(o.all_records(out)) == o.tuples(o.expected_records(source_entries(part), 2))
+
+
+# --------------------------------------------------------------------------- several segments
+
+
+@pytest.mark.parametrize("target", [(0, "none"), (1, "gzip"), (1, "lz4"), (2, "zstd"), (2, "default")], ids=_tid)
+def test_partition_of_several_segments(target, tmp_path):
+    """A partition of three segments written by kafka-python (large enough for index entries at
+    the default interval of 4096 bytes): each converts under its own name, records and indexes as
+    the oracles say, verify --deep and reindex --all find nothing."""
+    magic, codec = target
+    part = tmp_path / "multi-0"
+    part.mkdir()
+    expected = {}
+    base = 0
+    for k in range(3):
+        log = part / f"{base:020d}.log"
+        expected[log.name] = _kafka_python_segment(log, base, codecs=(0, 1, 2, 3) if magic < 2 else (0, 1, 2, 3, 4),
+                                                   size=4, headers=k == 1)
+        base = expected[log.name][-1][0] + 5
+    dest = tmp_path / "out" / "multi-0"
+    dest.parent.mkdir()
+    result = convert(part, dest, magic, codec)
+    assert result.code == 0, result
+    assert sorted(p.name for p in dest.glob("*.log")) == sorted(expected)
+    want_loss = dict.fromkeys(o.LOSS_KEYS, 0)
+    for name, records in expected.items():
+        src = o.kp_read((part / name).read_bytes())
+        buf = (dest / name).read_bytes()
+        out = o.kp_read(buf)
+        assert {e.magic for e in out} == {magic}
+        assert o.tuples(o.all_records(out)) == o.tuples(o.expected_records(src, magic)), name
+        got = [(r.offset, r.key, r.value) for r in o.all_records(out)]
+        assert got == [(x[0], x[2], x[3]) for x in records], name
+        index, timeindex = o.expected_indexes(buf, int(name[:20]))
+        assert len(index) >= 8 or magic == 0, "big enough for an index entry"
+        assert (dest / name).with_suffix(".index").read_bytes() == index, name
+        assert (dest / name).with_suffix(".timeindex").read_bytes() == timeindex, name
+        for k, v in o.expected_loss(src, magic).items():
+            want_loss[k] += v
+    got_loss = o.summary_loss(result.out)
+    assert {k: got_loss[k] for k in o.LOSS_KEYS} == want_loss
+    check_clean(dest)
