@@ -280,6 +280,7 @@ def test_txnindex_dropped_below_v2(tmp_path: Path, magic: int) -> None:
     assert side.action == "dropped" and "control batches" in side.reason
     assert not (out / "00000000000000000100.txnindex").exists()
     assert r.loss.control_batches_dropped == 2  # the COMMIT at 105 and the ABORT at 113
+    assert r.loss.aborted_records_kept == 2  # 103-104 (producer 6000): readable now the ABORT is gone
     assert_reindex_unchanged(out / src.name)
 
 

@@ -98,6 +98,28 @@ def test_every_fixture_partition_to_every_magic(tmp_path: Path, part: str, magic
     assert report.loss.as_dict() == analyze(plan).as_dict()
 
 
+def test_metadata_partition_converts_at_v2(tmp_path: Path) -> None:
+    src = FIXTURES / "__cluster_metadata-0"
+    dest = tmp_path / "dest"
+    report = convert_to_dest(plan_convert(str(src), str(dest), ConvertOptions(magic=2, codec=Codec.ZSTD)))
+    assert_partition_converted(src, dest, 2)
+    assert report.loss.control_batches_dropped == 0 and not report.loss.any()
+    sides = {s.name: s.action for s in report.partitions[0].side_files}
+    assert sides["00000000000000000005-0000000001.checkpoint"] == sides["quorum-state"] == "copied"
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_aborted_records_made_readable_below_v2_are_counted(tmp_path: Path, magic: int) -> None:
+    """Without --drop-aborted, producer 6000's aborted records (103-104, ABORT at 113) stay and lose
+    the marker that hid them: counted, in the analysis as in the run."""
+    plan = plan_convert(str(FIXTURES / "txn-0"), str(tmp_path / "dest"), ConvertOptions(magic=magic, codec=Codec.GZIP))
+    assert analyze(plan).aborted_records_kept == 2
+    report = convert_to_dest(plan)
+    assert report.loss.aborted_records_kept == 2 and report.loss.aborted_records_dropped == 0
+    got, _ = kp_view((tmp_path / "dest" / "00000000000000000100.log").read_bytes())
+    assert {103, 104} <= {o for o, *_ in got}
+
+
 def test_partition_side_files_not_copied_with_reasons(tmp_path: Path) -> None:
     src = tmp_path / "t-0"
     shutil.copytree(FIXTURES / "golden-0", src)
@@ -180,7 +202,8 @@ def test_whole_log_dir(tmp_path: Path, magic: int, codec) -> None:
     options = ConvertOptions(magic=magic, codec=codec)
     plan = plan_convert(str(src), str(dest), options)
     assert plan.kind == "log_dir"
-    assert [os.path.basename(p.path) for p in plan.partitions] == sorted(PARTITIONS, key=lambda n: (n.rsplit("-", 1)[0], n))
+    expected = PARTITIONS + (["__cluster_metadata-0"] if magic == 2 else [])
+    assert [os.path.basename(p.path) for p in plan.partitions] == sorted(expected, key=lambda n: (n.rsplit("-", 1)[0], n))
     loss = analyze(plan)
     calls: list[int] = []
     report = convert_to_dest(plan, progress=calls.append)
@@ -191,18 +214,24 @@ def test_whole_log_dir(tmp_path: Path, magic: int, codec) -> None:
         assert_partition_converted(src / part, dest / part, magic)
     for name in LOG_DIR_FILES:
         assert (dest / name).read_bytes() == (src / name).read_bytes()
-    # the metadata log: copied unchanged, file for file
     meta = src / "__cluster_metadata-0"
     assert listing(dest / "__cluster_metadata-0") == listing(meta)
-    for p in meta.iterdir():
-        assert (dest / "__cluster_metadata-0" / p.name).read_bytes() == p.read_bytes()
+    if magic < 2:  # the metadata log: not converted, copied unchanged, file for file
+        for p in meta.iterdir():
+            assert (dest / "__cluster_metadata-0" / p.name).read_bytes() == p.read_bytes()
+        assert "not converted" in {s.name: s for s in report.side_files}["__cluster_metadata-0"].reason
+    else:  # converted like any v2 partition; its KRaft snapshot and quorum state copied unchanged
+        assert_partition_converted(meta, dest / "__cluster_metadata-0", 2)
+        for name in ("00000000000000000005-0000000001.checkpoint", "quorum-state"):
+            assert (dest / "__cluster_metadata-0" / name).read_bytes() == (meta / name).read_bytes()
+        assert "__cluster_metadata-0" in {os.path.basename(p.path) for p in plan.partitions}
     sides = {s.name: s for s in report.side_files}
     assert sides["v2-none-0.0123456789abcdef0123456789abcdef-delete"].action == "not copied"
     assert "deleted" in sides["v2-none-0.0123456789abcdef0123456789abcdef-delete"].reason
     assert "replica move" in sides["v2-none-1.0123456789abcdef0123456789abcdef-future"].reason
     assert sides[".lock"].action == sides["junk.txt"].action == sides["remote-log-index-cache"].action == "not copied"
     assert sides[".kafka_cleanshutdown"].action == "copied"
-    assert sides["__cluster_metadata-0"].action == "copied"
+    assert magic == 2 or sides["__cluster_metadata-0"].action == "copied"
     assert no_temp_dirs(tmp_path)
 
 
@@ -280,8 +309,9 @@ def test_refusals_write_nothing(tmp_path: Path) -> None:
     _refused(part, tmp_path / "link", match="symbolic link")
     _refused(part, tmp_path / "no" / "such" / "dest", match="does not exist")
     _refused(part / "00000000000000000000.log", part / "out", match="partition dir that holds SRC")
-    _refused(FIXTURES / "__cluster_metadata-0", tmp_path / "dest", match="metadata")
-    _refused(FIXTURES / "__cluster_metadata-0" / "00000000000000000000.log", tmp_path / "dest", match="metadata")
+    _refused(FIXTURES / "__cluster_metadata-0", tmp_path / "dest", ConvertOptions(magic=1), match="metadata")
+    _refused(FIXTURES / "__cluster_metadata-0" / "00000000000000000000.log", tmp_path / "dest",
+             ConvertOptions(magic=0, codec=Codec.GZIP), match="metadata")
     _refused(afile, tmp_path / "dest", match="not a segment")
     _refused(tmp_path / "empty", tmp_path / "dest", match="not a segment")
     _refused(tmp_path / "missing", tmp_path / "dest", match="does not exist")

@@ -56,6 +56,7 @@ __all__ = [
     "WRITE_BUFFER",
     "convert_segment",
     "copy_file",
+    "needs_aborted",
     "snapshot_decision",
     "txnindex_decision",
     "write_file",
@@ -96,6 +97,13 @@ class SegmentResult:
     bytes_out: int
     batches_out: int
     side_files: list[SideFile] = field(default_factory=list)
+
+
+def needs_aborted(options: ConvertOptions) -> bool:
+    """Whether the conversion must know the aborted transactions: to leave their records out
+    (``--drop-aborted``), or to count the aborted records a down-conversion makes readable
+    (``aborted_records_kept``: below v2 no marker is left to hide them, §13.1)."""
+    return options.drop_aborted or options.magic < 2
 
 
 # ----------------------------------------------------------------------------- side-file decisions
@@ -253,7 +261,7 @@ def convert_segment(
     (module doc); with ``out_dir`` None, only count what the conversion would lose.
 
     ``aborted``: the partition's aborted transactions (:func:`kafkatool.convert.aborted.find_aborted`
-    over all its segments); with ``--drop-aborted`` and None, they are found in this segment alone.
+    over all its segments); None when :func:`needs_aborted`: they are found in this segment alone.
     ``progress(n)`` is called as ``n`` more source bytes are done. ``like_owner``: every new file
     also takes its source file's owner where permitted (the mode always follows the source file).
 
@@ -264,7 +272,7 @@ def convert_segment(
     from kafkatool.convert.rules import BatchConverter
     from kafkatool.convert.source import converted_entries
 
-    if aborted is None and options.drop_aborted:
+    if aborted is None and needs_aborted(options):
         from kafkatool.convert.aborted import find_aborted
 
         aborted = find_aborted([segment])

@@ -24,9 +24,11 @@ SRC: DEST is a log dir holding
 * every live partition dir (``<topic>-<partition>``) converted; ``-delete``/``-future``/``-stray``
   dirs are not copied (a deletion in progress, the target of an unfinished replica move, a replica
   the broker no longer hosts: none is part of the live log);
-* ``__cluster_metadata-0`` copied unchanged: the KRaft metadata log is read by the raft layer,
-  which needs v2 batches and its control records; it is not topic data (converting a metadata
-  partition named as SRC is refused);
+* ``__cluster_metadata-0`` converted like any partition at ``--to-magic 2`` (only the codec
+  changes, every header field is kept; its KRaft ``.checkpoint`` snapshots and ``quorum-state`` are
+  copied unchanged); below v2 copied unchanged, marked not converted: the raft layer reads only v2
+  batches and needs its control records (a metadata partition or segment named as SRC is refused
+  below v2);
 * the four offset checkpoints, ``meta.properties`` and ``bootstrap.checkpoint`` copied (offsets
   are preserved, so every checkpointed offset still holds);
 * ``.kafka_cleanshutdown`` copied when SRC has one and no damaged range was skipped: every output
@@ -62,6 +64,7 @@ from kafkatool.convert.segment import (
     SideFile,
     convert_segment,
     copy_file,
+    needs_aborted,
     snapshot_decision,
 )
 from kafkatool.errors import KafkaToolError
@@ -87,7 +90,7 @@ __all__ = [
 ]
 
 METADATA_TOPIC = "__cluster_metadata"
-"""The KRaft metadata log's topic: never converted (module doc)."""
+"""The KRaft metadata log's topic: never converted below magic 2 (module doc)."""
 
 Progress = Callable[[int], None]
 
@@ -188,6 +191,12 @@ def _partition_side_files(partition: Partition, segments: list[Segment], options
             if action == "copied" and out_dir is not None:
                 copy_file(e.path, os.path.join(out_dir, e.name), like_owner=like_owner)
             out.append(SideFile(e.name, action, why))
+        elif e.is_file and e.kind in (FileKind.CHECKPOINT_SNAPSHOT, FileKind.QUORUM_STATE) and _is_metadata(partition):
+            why = ("a KRaft snapshot, which the raft layer reads as written: copied unchanged"
+                   if e.kind is FileKind.CHECKPOINT_SNAPSHOT else "the KRaft quorum state names no batch: copied unchanged")
+            if out_dir is not None:
+                copy_file(e.path, os.path.join(out_dir, e.name), like_owner=like_owner)
+            out.append(SideFile(e.name, "copied", why))
         elif e.is_file and e.kind in (FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX):
             out.append(SideFile(e.name, "not copied",
                                 "an index without its .log, which the broker deletes at load (§12.1)"))
@@ -210,7 +219,7 @@ def convert_partition_into(partition: Partition, out_dir: str, options: ConvertO
     """
     segments = partition.segments()
     aborted = None
-    if options.drop_aborted:
+    if needs_aborted(options):
         from kafkatool.convert.aborted import find_aborted
 
         aborted = find_aborted(segments)
@@ -284,6 +293,10 @@ def _check_dest(dest: str) -> None:
         raise _refused(f"DEST exists and is not empty ({len(entries)} {'entry' if len(entries) == 1 else 'entries'})", dest)
 
 
+_METADATA_BELOW_V2 = ("the KRaft metadata log (__cluster_metadata) is not converted below magic 2: the raft layer "
+                      "reads only v2 batches and needs its control records")
+
+
 def _is_metadata(partition: Partition) -> bool:
     return partition.topic == METADATA_TOPIC
 
@@ -305,8 +318,8 @@ def plan_convert(src: str, dest: str | None, options: ConvertOptions) -> Convert
         if names.parse_partition_dir(os.path.basename(os.path.abspath(src_dir))) is not None:
             kind = "partition"
             partition = Partition(src_dir)
-            if _is_metadata(partition):
-                raise _refused("the KRaft metadata log (__cluster_metadata) is not converted: it must stay v2", src)
+            if _is_metadata(partition) and options.magic < 2:
+                raise _refused(_METADATA_BELOW_V2, src)
             partitions = [partition]
         else:
             log_dir = LogDir(src)
@@ -318,7 +331,7 @@ def plan_convert(src: str, dest: str | None, options: ConvertOptions) -> Convert
             if not found and not any(e.kind is FileKind.META_PROPERTIES for e in listing):
                 raise _refused("SRC is not a segment (.log), a partition dir (<topic>-<partition>) or a log dir", src)
             kind = "log_dir"
-            partitions = [p for p in found if p.state is None and not _is_metadata(p)]
+            partitions = [p for p in found if p.state is None and (options.magic == 2 or not _is_metadata(p))]
         try:
             segments = [s for p in partitions for s in p.segments()]
         except DirectoryError as e:
@@ -327,8 +340,8 @@ def plan_convert(src: str, dest: str | None, options: ConvertOptions) -> Convert
         if names.classify(src) is not FileKind.LOG:
             raise _refused("SRC is not a segment (<20-digit base offset>.log), a partition dir or a log dir", src)
         parent = names.parse_partition_dir(os.path.basename(os.path.dirname(os.path.abspath(src))))
-        if parent is not None and parent.topic == METADATA_TOPIC:
-            raise _refused("the KRaft metadata log (__cluster_metadata) is not converted: it must stay v2", src)
+        if parent is not None and parent.topic == METADATA_TOPIC and options.magic < 2:
+            raise _refused(_METADATA_BELOW_V2, src)
         kind = "segment"
         partitions = []
         segments = [Segment.at(src)]
@@ -386,7 +399,7 @@ def analyze(plan: ConvertPlan, *, progress: Progress | None = None) -> Loss:
     else:
         groups = [p.segments() for p in plan.partitions]
     for segments in groups:
-        aborted = find_aborted(segments) if plan.options.drop_aborted else None
+        aborted = find_aborted(segments) if needs_aborted(plan.options) else None
         for seg in segments:
             loss.merge(convert_segment(seg, None, plan.options, aborted=aborted, progress=progress).loss)
     return loss
@@ -507,8 +520,9 @@ def _build_log_dir(plan: ConvertPlan, tmp: str, progress: Progress | None) -> tu
             _make_dir(out)
             _copy_tree_files(e.path, out)
             _set_dir_mode(out, e.path)
-            sides.append(SideFile(e.name, "copied", "the KRaft metadata log is copied unchanged: the raft layer "
-                                                    "needs v2 batches and its control records"))
+            sides.append(SideFile(e.name, "copied", "not converted: the KRaft metadata log stays v2 below "
+                                                    "--to-magic 2 (the raft layer reads only v2 batches and needs "
+                                                    "its control records); copied unchanged"))
         elif parsed is not None and parsed.state is not None:
             why = {"delete": "a partition dir being deleted",
                    "future": "the target of an unfinished replica move between log dirs",
