@@ -47,6 +47,7 @@ __all__ = [
     "link_or_copy",
     "naming",
     "new_file",
+    "rename_noreplace",
     "remove_staging_dirs",
     "stage_file",
     "staging_dir_name",
@@ -276,6 +277,27 @@ def _renameat2() -> Callable[[str, str, int], None]:
 def exchange_dirs(a: str, b: str) -> None:
     """Swap two directories of one file system atomically (``renameat2(RENAME_EXCHANGE)``)."""
     _renameat2()(a, b, _RENAME_EXCHANGE)
+
+
+_RENAME_NOREPLACE = 1  # linux/fs.h
+
+
+def rename_noreplace(old: str, new: str) -> None:
+    """Rename ``old`` to ``new`` atomically unless ``new`` exists (``renameat2(RENAME_NOREPLACE)``:
+    even an empty directory at ``new`` is an ``OSError`` EEXIST, where ``os.rename`` replaces it).
+
+    Raises :class:`ExchangeUnavailable` when there is no ``renameat2`` or the file system refuses
+    the flag (the caller falls back to ``os.rename``); other errors are ``OSError`` naming both paths.
+    """
+    try:
+        _renameat2()(old, new, _RENAME_NOREPLACE)
+    except ExchangeUnavailable:
+        raise
+    except OSError as e:
+        if e.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP):
+            raise ExchangeUnavailable(f"renameat2(RENAME_NOREPLACE) is refused here ({os.strerror(e.errno)})",
+                                      path=old) from None
+        raise
 
 
 _exchange_probed: dict[int, str | None] = {}
