@@ -575,3 +575,23 @@ def test_a_level_asked_recompresses_the_same_codec(tmp_path):
     assert run(tmp_path, legacy, ConvertOptions(magic=1, codec=GZIP))[0] == [legacy]
     (wrapper,) = run(tmp_path, legacy, ConvertOptions(magic=1, codec=GZIP, level=1))[0]
     assert wrapper != legacy and [g[4] for g in flat(kp_read(wrapper))] == [r[3] for r in recs]
+
+
+def test_coalescing_into_a_legacy_wrapper_boundary(tmp_path):
+    # uncompressed v1 messages asked into gzip: one wrapper per run, measured on the uncompressed
+    # inner messages plus the wrapper's own overhead (12 + 22 bytes for v1, spec §5.1)
+    recs = [(i, T0 + i, b"k", b"v" * (20 + i)) for i in range(5)]
+    sizes = [LegacyRecordBatchBuilder(1, NONE, 1 << 20).size_in_bytes(o, t, k, v) for o, t, k, v in recs]
+    whole = 12 + 22 + sum(sizes)
+    out, _ = run(tmp_path, kp_legacy(1, recs), ConvertOptions(magic=1, codec=GZIP, max_batch_bytes=whole))
+    assert len(out) == 1 and [o for o, _a, _t in gunzip_inner(out[0], 1)] == [0, 1, 2, 3, 4]
+    out, _ = run(tmp_path, kp_legacy(1, recs), ConvertOptions(magic=1, codec=GZIP, max_batch_bytes=whole - 1))
+    assert [LEG.unpack_from(e, 0)[0] for e in out] == [3, 4]  # wrapper offsets: the last inner ones
+    assert [(o, t) for o, t, *_ in flat(kp_read(b"".join(out)))] == [(o, t) for o, t, _k, _v in recs]
+
+
+def test_run_ends_where_offsets_do_not_follow(tmp_path):
+    # offsets 5, 6, then 6 again and 3 (a log no broker writes): each out-of-order message starts a batch
+    msgs = b"".join(kp_legacy(1, [(o, T0, b"k", b"v")]) for o in (5, 6, 6, 3))
+    out, loss = run(tmp_path, msgs, ConvertOptions(magic=2))
+    assert [(v2_header(e)["base_offset"], v2_header(e)["count"]) for e in out] == [(5, 2), (6, 1), (3, 1)]
