@@ -595,3 +595,15 @@ def test_run_ends_where_offsets_do_not_follow(tmp_path):
     msgs = b"".join(kp_legacy(1, [(o, T0, b"k", b"v")]) for o in (5, 6, 6, 3))
     out, loss = run(tmp_path, msgs, ConvertOptions(magic=2))
     assert [(v2_header(e)["base_offset"], v2_header(e)["count"]) for e in out] == [(5, 2), (6, 1), (3, 1)]
+
+
+@pytest.mark.parametrize("timestamps", [(T0, 0, T0 * 3, -1, T0 - 1), (-1, -1, -1, -1, -1)])
+def test_coalescing_boundary_with_wide_timestamp_deltas(tmp_path, timestamps):
+    # deltas of 8-9 varlong bytes (and negative ones): the size is kafka-python's, to the byte
+    recs = [(300 + i * 200, ts, b"k" * 130, b"v" * (i * 70)) for i, ts in enumerate(timestamps)]
+    src = kp_legacy(1, recs)
+    whole = kp_v2_size(recs)
+    assert len(run(tmp_path, src, ConvertOptions(magic=2, max_batch_bytes=whole))[0]) == 1
+    out, _ = run(tmp_path, src, ConvertOptions(magic=2, max_batch_bytes=whole - 1))
+    assert [len(e) for e in out] == [kp_v2_size(recs[:4]), kp_v2_size(recs[4:])]
+    assert [(o, t) for o, t, *_ in flat(kp_read(b"".join(out)))] == [(o, t) for o, t, _k, _v in recs]

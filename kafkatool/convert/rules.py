@@ -70,6 +70,7 @@ from kafkatool.record.layout import (
     V2_HEADER_SIZE,
 )
 from kafkatool.record.records import batch_record_chunks
+from kafkatool.record.varint import size_of_varint
 
 __all__ = ["BatchConverter", "v2_record_size"]
 
@@ -79,7 +80,9 @@ _headers = itemgetter(4)
 _crc_valid = itemgetter(8)
 
 
-def _uvarint_size(v: int) -> int:
+def _varlong_size(value: int) -> int:
+    """Bytes :func:`kafkatool.record.varint.encode_varlong` would produce for ``value``."""
+    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
     n = 1
     while v >= 0x80:
         v >>= 7
@@ -87,21 +90,13 @@ def _uvarint_size(v: int) -> int:
     return n
 
 
-def _varint_size(v: int) -> int:
-    return _uvarint_size(((v << 1) ^ (v >> 31)) & 0xFFFFFFFF)
-
-
-def _varlong_size(v: int) -> int:
-    return _uvarint_size(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
-
-
 def v2_record_size(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None) -> int:
     """Bytes one v2 record without headers takes in a records section (§4.2), its length
     varint included: what :func:`kafkatool.record.encode.v2_records` writes for it."""
-    body = 1 + _varlong_size(timestamp_delta) + _varint_size(offset_delta) + 1  # attributes ... header count 0
-    body += 1 if key is None else _varint_size(len(key)) + len(key)
-    body += 1 if value is None else _varint_size(len(value)) + len(value)
-    return _varint_size(body) + body
+    body = 1 + _varlong_size(timestamp_delta) + size_of_varint(offset_delta) + 1  # attributes ... header count 0
+    body += 1 if key is None else size_of_varint(len(key)) + len(key)
+    body += 1 if value is None else size_of_varint(len(value)) + len(value)
+    return size_of_varint(body) + body
 
 
 def _legacy_message_size(magic: int, key: bytes | None, value: bytes | None) -> int:
