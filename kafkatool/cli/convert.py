@@ -276,7 +276,7 @@ def _to_dest(src: str, dest: str, options, out, *, fmt: str, progress: bool) -> 
     from kafkatool.render import convert as render
 
     started = time.monotonic()
-    with _interruptible(lambda: "nothing was written"), _stop_on_error(out):
+    with _interruptible(lambda: "nothing was written"), _stop_on_error(out, lambda: "nothing was written"):
         plan = plan_convert(src, dest, options)
     shown = show_progress(progress, plan.total_bytes)
 
