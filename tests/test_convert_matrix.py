@@ -38,8 +38,8 @@ import convert_oracles as o  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures" / "logdir"
 PARTITIONS = sorted(p.name for p in FIXTURES.iterdir() if p.is_dir() and list(p.glob("*.log")))
-#: The KRaft metadata log is never converted (helper B's design, STATUS.md): refused as SRC (it
-#: must stay v2, and its readers are the controllers), copied unchanged inside a log dir.
+#: The KRaft metadata log must stay v2 (its readers are the controllers): below v2 it is refused as
+#: SRC and copied unchanged inside a log dir; at v2 it converts like any v2 partition (lead's decision).
 METADATA = "__cluster_metadata-0"
 DATA_PARTITIONS = [p for p in PARTITIONS if p != METADATA]
 #: (target magic, codec name or "default" for no --compression): zstd only with magic 2 (§7.1).
@@ -212,7 +212,7 @@ def test_partition(part, target, tmp_path):
     dest = tmp_path / "out" / part
     dest.parent.mkdir()
     result = convert(FIXTURES / part, dest, magic, codec)
-    if part == METADATA:
+    if part == METADATA and magic < 2:
         assert result.code == 2 and "metadata" in result.err, result
         assert not dest.exists()
         return
@@ -242,7 +242,7 @@ def test_segment(part, target, tmp_path):
     magic, codec = target
     dest = tmp_path / "out"
     result = convert(source_log(part), dest, magic, codec)
-    if part == METADATA:
+    if part == METADATA and magic < 2:
         assert result.code == 2 and "metadata" in result.err, result
         assert not dest.exists()
         return
@@ -269,16 +269,17 @@ def test_log_dir(target, tmp_path):
         return
     assert result.code == 0, result
     assert sorted(p.name for p in dest.iterdir() if p.is_dir()) == PARTITIONS
-    meta = FIXTURES / METADATA
-    assert {p.name: p.read_bytes() for p in (dest / METADATA).iterdir()} == {
-        p.name: p.read_bytes() for p in meta.iterdir()}, "the metadata log is copied unchanged"
-    for part in DATA_PARTITIONS:
+    if magic < 2:
+        meta = FIXTURES / METADATA
+        assert {p.name: p.read_bytes() for p in (dest / METADATA).iterdir()} == {
+            p.name: p.read_bytes() for p in meta.iterdir()}, "below v2 the metadata log is copied unchanged"
+    for part in (DATA_PARTITIONS if magic < 2 else PARTITIONS):
         (out_log,) = sorted((dest / part).glob("*.log"))
         assert out_log.name == source_log(part).name
         check_segment(out_log, part, magic, codec)
     for name in LOG_DIR_ROOT_FILES:
         assert (dest / name).read_bytes() == (FIXTURES / name).read_bytes(), name
-    check_loss(result, DATA_PARTITIONS, magic)
+    check_loss(result, DATA_PARTITIONS if magic < 2 else PARTITIONS, magic)
     check_clean(dest)
 
 
@@ -386,25 +387,29 @@ def test_aborted_kept_without_drop(tmp_path):
     assert {103, 104} <= {r.offset for e in out for r in e.records}
 
 
-@pytest.mark.parametrize("src,magic,codec,lossy", [
-    ("v2-none-0", 1, "none", True),      # headers, leader epoch
-    ("v2-gzip-0", 2, "zstd", False),
-    ("v1-none-0", 2, "lz4", False),
-    ("v1-none-0", 0, "default", True),   # timestamps
-    ("v0-gzip-0", 1, "default", False),
-    ("golden-0", 1, "none", True),       # control batch, producer fields
-    ("txn-0", 2, "default", False),
+@pytest.mark.parametrize("src,magic,codec,extra,lossy", [
+    ("v2-none-0", 1, "none", (), True),        # headers, leader epoch
+    ("v2-gzip-0", 2, "zstd", (), False),
+    ("v1-none-0", 2, "lz4", (), False),
+    ("v1-none-0", 0, "default", (), True),     # timestamps
+    ("v0-gzip-0", 1, "default", (), False),
+    ("golden-0", 1, "none", (), True),         # control batch, producer fields
+    ("txn-0", 2, "default", (), False),
+    ("txn-0", 2, "default", ("--drop-aborted",), True),  # records left the log
+    (".", 2, "default", (), False),            # the whole log dir
+    (".", 1, "gzip", (), True),
 ])
-def test_strict(src, magic, codec, lossy, tmp_path):
+def test_strict(src, magic, codec, extra, lossy, tmp_path):
     dest = tmp_path / "out"
-    result = convert(FIXTURES / src, dest, magic, codec, "--strict")
+    result = convert(FIXTURES / src, dest, magic, codec, "--strict", *extra)
     if lossy:
         assert result.code == 1, result
         assert not dest.exists()
-        assert not [p for p in tmp_path.iterdir()], list(tmp_path.iterdir())  # no temp dir left either
+        assert not list(tmp_path.iterdir()), list(tmp_path.iterdir())  # no temp dir left either
+        assert o.summary(result.out)["strictFailed"] is True
     else:
         assert result.code == 0, result
-        assert next(dest.glob("*.log")).exists()
+        assert list(dest.rglob("*.log"))
 
 
 def test_loss_report_text(tmp_path):
