@@ -154,7 +154,7 @@ def test_zstd_batch_below_v2_is_a_located_error_of_the_converter(tmp_path: Path)
 # ----------------------------------------------------------------------------- generated, bigger segments
 
 
-def _v2_segment(batches: int, per_batch: int, base: int = 0, codec: int = 0) -> bytes:
+def v2_segment(batches: int, per_batch: int, base: int = 0, codec: int = 0) -> bytes:
     """A v2 segment built with kafka-python's builder (base offsets patched in: the builder writes 0)."""
     out = bytearray()
     offset = base
@@ -169,7 +169,7 @@ def _v2_segment(batches: int, per_batch: int, base: int = 0, codec: int = 0) -> 
     return bytes(out)
 
 
-def _v1_segment(messages: int, base: int = 0) -> bytes:
+def v1_segment(messages: int, base: int = 0) -> bytes:
     out = bytearray()
     for o in range(base, base + messages):
         builder = LegacyRecordBatchBuilder(1, 0, 1 << 20)
@@ -183,7 +183,7 @@ def _v1_segment(messages: int, base: int = 0) -> bytes:
 def test_bigger_segment_indexes_equal_reindex(tmp_path: Path, kind: str, magic: int) -> None:
     """Many batches: the output's .index/.timeindex have entries, and reindex would write the same."""
     base = 1000
-    data = _v2_segment(150, 7, base) if kind == "v2" else _v1_segment(1200, base)
+    data = v2_segment(150, 7, base) if kind == "v2" else v1_segment(1200, base)
     src_dir = tmp_path / "src-0"
     src_dir.mkdir()
     src = src_dir / "00000000000000001000.log"
@@ -211,10 +211,10 @@ def test_bigger_segment_indexes_equal_reindex(tmp_path: Path, kind: str, magic: 
             else:  # v0: no timestamps, so no time-index entry at all (§8.3)
                 assert timeindex == b""
         assert_reindex_unchanged(new)
-        assert result.batches_out == len(list(_walk_positions(new.read_bytes())))
+        assert result.batches_out == len(list(entry_positions(new.read_bytes())))
 
 
-def _walk_positions(buf: bytes):
+def entry_positions(buf: bytes):
     pos = 0
     while pos + 12 <= len(buf):
         (size,) = struct.unpack_from(">i", buf, pos + 8)
@@ -235,7 +235,7 @@ def test_write_buffer_bound_is_crossed_and_file_is_whole(tmp_path: Path, monkeyp
         real_write_all(fd, data, path)
 
     monkeypatch.setattr(seg_mod, "write_all", spy)
-    data = _v2_segment(40, 5)
+    data = v2_segment(40, 5)
     src = tmp_path / "00000000000000000000.log"
     src.write_bytes(data)
     out = tmp_path / "o"
@@ -350,9 +350,9 @@ def test_dry_run_counts_what_the_real_run_loses_and_writes_nothing(tmp_path: Pat
 
 
 def test_a_bad_batch_stops_with_its_located_error_and_leaves_no_file(tmp_path: Path) -> None:
-    data = bytearray(_v2_segment(10, 3))
+    data = bytearray(v2_segment(10, 3))
     bad = 0
-    for i, pos in enumerate(_walk_positions(bytes(data))):
+    for i, pos in enumerate(entry_positions(bytes(data))):
         if i == 4:
             bad = pos
             data[pos + 70] ^= 0xFF  # inside the records: the CRC no longer holds
@@ -376,7 +376,7 @@ def test_an_offset_below_the_segment_base_is_an_error_recovery_would_give_too(tm
     """A batch whose offsets lie below the file name's base offset cannot be indexed; recovery refuses
     it too (``ensureOffsetInRange``, §12.2): a located error, and no file left."""
     src = tmp_path / "00000000000000000010.log"
-    src.write_bytes(_v2_segment(1, 5, base=10) + _v2_segment(1, 5, base=3))
+    src.write_bytes(v2_segment(1, 5, base=10) + v2_segment(1, 5, base=3))
     out = tmp_path / "o"
     out.mkdir()
     with pytest.raises(KafkaToolError) as e:
@@ -384,3 +384,16 @@ def test_an_offset_below_the_segment_base_is_an_error_recovery_would_give_too(tm
     assert e.value.kind == "index_append" and e.value.path == str(src)
     assert "offset 3 " in str(e.value)  # magic 1, uncompressed: the first message below the base
     assert list(out.iterdir()) == []
+
+
+def test_a_log_that_cannot_be_read_is_a_located_error_not_an_oserror(tmp_path: Path) -> None:
+    src = tmp_path / "00000000000000000000.log"
+    src.write_bytes(v2_segment(2, 2))
+    segment = Segment.at(src)
+    src.unlink()  # gone between the listing and the conversion
+    for out in (None, str(tmp_path)):
+        for magic in (1, 2):  # below v2 the aborted-transaction pre-pass meets it first, else the walk
+            with pytest.raises(KafkaToolError) as e:
+                convert_segment(segment, out, ConvertOptions(magic=magic, codec=Codec.GZIP))
+            assert e.value.path == str(src) and "No such file" in str(e.value)
+    assert list(tmp_path.iterdir()) == []

@@ -33,7 +33,7 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.record.compression import Codec
 from kafkatool.segment.logdir import Partition
 from test_convert_segment import (
-    _v2_segment,
+    v2_segment,
     aio_view,
     assert_reindex_unchanged,
     expected_after,
@@ -242,7 +242,7 @@ def test_clean_shutdown_marker_left_out_after_a_skipped_damaged_range(tmp_path: 
     (src / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=x\n")
     part = src / "t-0"
     part.mkdir()
-    data = bytearray(_v2_segment(6, 2))
+    data = bytearray(v2_segment(6, 2))
     data[200] ^= 0xFF  # the second batch fails its CRC
     (part / "00000000000000000000.log").write_bytes(bytes(data))
     with pytest.raises(KafkaToolError):

@@ -272,21 +272,38 @@ def convert_segment(
     from kafkatool.convert.rules import BatchConverter
     from kafkatool.convert.source import converted_entries
 
-    if aborted is None and needs_aborted(options):
-        from kafkatool.convert.aborted import find_aborted
-
-        aborted = find_aborted([segment])
     log_path = segment.log_path
     base = segment.base_offset
     loss = Loss()
     log_stat = _stat(log_path)
     bytes_in = log_stat.st_size if log_stat is not None else 0
-    converter = BatchConverter(options, loss, aborted=aborted, path=log_path, dry=out_dir is None)
-    if out_dir is None:
-        for _entry in converted_entries(segment, converter, options, loss, progress=progress):
-            pass
-        return SegmentResult(log_path, None, base, loss, bytes_in, 0, loss.batches_out, _side_files(segment, options, None))
+    try:
+        if aborted is None and needs_aborted(options):
+            from kafkatool.convert.aborted import find_aborted
 
+            aborted = find_aborted([segment])
+        converter = BatchConverter(options, loss, aborted=aborted, path=log_path, dry=out_dir is None)
+        if out_dir is None:
+            for _entry in converted_entries(segment, converter, options, loss, progress=progress):
+                pass
+        else:
+            return _write_segment(segment, out_dir, options, converter, loss, log_stat, progress, like_owner)
+    except OSError as e:
+        if isinstance(e, KafkaToolError):
+            raise  # a WriteError: already names the file written
+        raise KafkaToolError(f"cannot read: {e.strerror or e}", path=e.filename or log_path,
+                             kind="unreadable") from None
+    return SegmentResult(log_path, None, base, loss, bytes_in, 0, loss.batches_out, _side_files(segment, options, None))
+
+
+def _write_segment(segment: Segment, out_dir: str, options: ConvertOptions, converter, loss: Loss,
+                   log_stat: os.stat_result | None, progress: Progress | None, like_owner: bool) -> SegmentResult:
+    """:func:`convert_segment`'s writing half: the new ``.log``, its indexes and side files."""
+    from kafkatool.convert.source import converted_entries
+
+    log_path = segment.log_path
+    base = segment.base_offset
+    bytes_in = log_stat.st_size if log_stat is not None else 0
     name = names.segment_file_name(base, names.LOG_SUFFIX)
     final = os.path.join(out_dir, name)
     index_path = os.path.join(out_dir, names.segment_file_name(base, names.INDEX_SUFFIX))
