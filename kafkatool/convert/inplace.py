@@ -66,6 +66,7 @@ __all__ = [
     "InPlacePlan",
     "InPlaceReport",
     "CONVERTED_KINDS",
+    "METADATA_TOPIC",
     "plan_in_place",
     "plan_partition_in_place",
     "apply_in_place",
@@ -81,8 +82,16 @@ CONVERTED_KINDS = frozenset({
 partition dir holding anything else is refused (nothing unknown is ever deleted)."""
 
 _KAFKA_PENDING = frozenset({names.FileKind.DELETED, names.FileKind.CLEANED, names.FileKind.SWAP})
-_METADATA_KINDS = frozenset({names.FileKind.CHECKPOINT_SNAPSHOT, names.FileKind.QUORUM_STATE,
-                             names.FileKind.BOOTSTRAP_CHECKPOINT})
+_METADATA_KINDS = frozenset({names.FileKind.CHECKPOINT_SNAPSHOT, names.FileKind.QUORUM_STATE})
+METADATA_TOPIC = "__cluster_metadata"
+"""The KRaft metadata log: converted at magic 2 only (its snapshots and quorum state carried over)."""
+
+
+def _kinds(partition_dir: str) -> frozenset:
+    """The file kinds the partition dir may hold: :data:`CONVERTED_KINDS`, and in the metadata
+    log its KRaft snapshots and quorum state too."""
+    pd = names.parse_partition_dir(os.path.basename(partition_dir))
+    return CONVERTED_KINDS | _METADATA_KINDS if pd is not None and pd.topic == METADATA_TOPIC else CONVERTED_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +246,7 @@ def _listing(partition_dir: str) -> list[tuple[str, os.stat_result]]:
     return sorted(out)
 
 
-def _file_refusal(name: str, st: os.stat_result) -> tuple[str, str] | None:
+def _file_refusal(name: str, st: os.stat_result, kinds: frozenset = CONVERTED_KINDS) -> tuple[str, str] | None:
     """Why one entry of the partition dir forbids the conversion: ``(kind, why)``, or None."""
     if not stat.S_ISREG(st.st_mode):
         what = ("a symbolic link" if stat.S_ISLNK(st.st_mode) else "a directory" if stat.S_ISDIR(st.st_mode)
@@ -247,9 +256,7 @@ def _file_refusal(name: str, st: os.stat_result) -> tuple[str, str] | None:
     if kind in _KAFKA_PENDING:
         return "pending_kafka", (f"{name!r} is the broker's unfinished work (a segment being deleted, cleaned or "
                                  "swapped in); start the broker once so that it completes it, then convert")
-    if kind in _METADATA_KINDS:
-        return "metadata", f"{name!r}: the KRaft metadata log is not converted"
-    if kind not in CONVERTED_KINDS:
+    if kind not in kinds:
         return "unknown_file", (f"{name!r} is not a file of a Kafka partition: convert --in-place never removes "
                                 "what it does not know; move it out of the partition dir first")
     return None
@@ -269,6 +276,9 @@ def plan_partition_in_place(partition_dir: str, options: ConvertOptions, *,
         return _refused(src, real, options, "transitional",
                         f"partition dir is marked '-{pd.state}' (being deleted, moved or stray); "
                         "pass --allow-transitional to convert it anyway")
+    if pd.topic == METADATA_TOPIC and options.magic < 2:
+        return _refused(src, real, options, "metadata", "the KRaft metadata log (__cluster_metadata) is not "
+                        "converted below magic 2: the raft layer reads record batches only")
     pending = find_pending_state(real)
     staging = tuple(p for p, what in pending if what.startswith("staging dir"))
     found = _pending_refusal(pending)
@@ -281,7 +291,7 @@ def plan_partition_in_place(partition_dir: str, options: ConvertOptions, *,
     except OSError as e:
         return _refused(src, real, options, "unreadable", f"cannot list: {e.strerror}")
     for name, st in listing:
-        why = _file_refusal(name, st)
+        why = _file_refusal(name, st, _kinds(real))
         if why is not None:
             return _refused(src, real, options, why[0], why[1], staging_leftovers=staging)
     files = tuple(OldFile(n, st.st_size, st.st_mtime_ns, st.st_ino) for n, st in listing)
@@ -371,7 +381,7 @@ def _check_unchanged(plan: InPlacePlan) -> None:
     except OSError as e:
         raise PartitionRefused(f"cannot list: {e.strerror}", path=plan.partition_dir) from None
     for name, st in now:
-        why = _file_refusal(name, st)
+        why = _file_refusal(name, st, _kinds(plan.partition_dir))
         if why is not None:
             raise PartitionRefused(why[1], path=os.path.join(plan.partition_dir, name), kind=why[0])
     planned = {f.name: f for f in plan.files}
@@ -464,7 +474,7 @@ def apply_partition_in_place(plans: Sequence[InPlacePlan], backup: Backup | str)
         built = sorted(os.listdir(staging))
         for n in built:
             kind = names.classify(n)
-            if kind not in CONVERTED_KINDS:
+            if kind not in _kinds(directory):
                 raise RepairError(f"the converter wrote {n!r}, which is not a file of a partition; nothing changed",
                                   path=os.path.join(staging, n))
         state["built"] = built
