@@ -168,6 +168,24 @@ def legacy_value(entry: bytes) -> bytes:
     return entry[pos + 4 : pos + 4 + vl]
 
 
+def legacy_message(offset: int, magic: int, attributes: int, timestamp: int, key: bytes | None,
+                   value: bytes | None) -> bytes:
+    """One legacy message with its log overhead, written by hand from spec §5.1 (CRC-32 with zlib)."""
+    import zlib
+
+    body = bytes([magic, attributes]) + (struct.pack(">q", timestamp) if magic == 1 else b"")
+    for f in (key, value):
+        body += struct.pack(">i", -1) if f is None else struct.pack(">i", len(f)) + f
+    crc = zlib.crc32(body)
+    return struct.pack(">qiI", offset, 4 + len(body), crc) + body
+
+
+def legacy_wrapper(offset: int, magic: int, codec: int, timestamp: int, inner: bytes, *, log_append: bool = False) -> bytes:
+    """A compressed legacy wrapper around ``inner`` (already framed messages), compressed by kafka-python."""
+    compress = {1: kafka.codec.gzip_encode, 2: kafka.codec.snappy_encode, 3: kafka.codec.lz4_encode}[codec]
+    return legacy_message(offset, magic, codec | (0x08 if log_append else 0), timestamp, None, compress(inner))
+
+
 def inner_entries(entry: bytes) -> list["RawEntry"]:
     """The inner messages of a compressed legacy wrapper (with its log overhead), decompressed by
     kafka-python's codecs (magic-0 lz4 with its header quirk) and framed by :func:`raw_entries`."""

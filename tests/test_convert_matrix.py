@@ -81,9 +81,11 @@ def convert(src: Path, dest: Path, magic: int, codec: str, *extra: str) -> o.Res
 # --------------------------------------------------------------------------- checks of one output segment
 
 
-def check_segment(out_log: Path, part: str, magic: int, codec: str, *, drop_aborted: bool = False) -> None:
-    """Everything the rules say about ``out_log``, the conversion of ``part``'s one segment."""
-    src = source_entries(part)
+def check_segment(out_log: Path, part: str | Path, magic: int, codec: str, *, drop_aborted: bool = False) -> None:
+    """Everything the rules say about ``out_log``, the conversion of ``part``'s one segment (or of
+    the segment file ``part``)."""
+    src_path = part if isinstance(part, Path) else source_log(part)
+    src = o.kp_read(src_path.read_bytes()) if isinstance(part, Path) else source_entries(part)
     buf = out_log.read_bytes()
     where = f"{part} -> v{magic} {codec}: {out_log}"
     out = o.kp_read(buf)
@@ -162,7 +164,7 @@ def check_segment(out_log: Path, part: str, magic: int, codec: str, *, drop_abor
 
     # same magic and codec: the bytes copied unchanged
     if not drop_aborted and all(e.magic == magic and (want_codec is None or e.codec == want_codec) for e in src):
-        assert buf == source_log(part).read_bytes(), f"{where}: same magic and codec, bytes copied"
+        assert buf == src_path.read_bytes(), f"{where}: same magic and codec, bytes copied"
     # legacy -> v2: one batch per wrapper, or per run of uncompressed messages (all small here)
     if magic == 2 and all(e.magic < 2 for e in src):
         runs: list[list[int]] = []
@@ -564,3 +566,103 @@ def test_partition_of_several_segments(target, tmp_path):
     got_loss = o.summary_loss(result.out)
     assert {k: got_loss[k] for k in o.LOSS_KEYS} == want_loss
     check_clean(dest)
+
+
+# --------------------------------------------------------------------------- a segment of every kind of entry
+
+
+T0 = 1700000000000
+
+
+def _mixed_segment(path: Path) -> None:
+    """A segment whose entries change magic, timestamp type and codec, written by hand (§5.1) and
+    by kafka-python's builder: v1 CreateTime messages 0-9, v1 LogAppendTime messages 10-14 (one
+    log-append time), a v1 gzip wrapper holding 15, 17 and 20 (compaction gaps: inner offsets 0, 2,
+    5), a v0 message 21, a v2 lz4 batch 22-26 with headers, a v1 message 27."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    out = b"".join(o.legacy_message(i, 1, 0, T0 + 7 * i, b"k%d" % i, b"v%d" % i * (i + 1)) for i in range(10))
+    out += b"".join(o.legacy_message(i, 1, 0x08, T0 + 999, None if i == 12 else b"k%d" % i, b"lat%d" % i)
+                    for i in range(10, 15))
+    inner = b"".join(o.legacy_message(rel, 1, 0, T0 + 300 + rel, b"c%d" % rel, b"compressed %d" % rel)
+                     for rel in (0, 2, 5))
+    out += o.legacy_wrapper(20, 1, 1, T0 + 305, inner)
+    out += o.legacy_message(21, 0, 0, -1, b"old", None)
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=3, is_transactional=False, producer_id=-1,
+                                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    for j in range(5):
+        builder.append(j, timestamp=T0 + 500 + j, key=b"v2-%d" % j, value=b"x" * 50,
+                       headers=[("h", b"%d" % j)] if j % 2 else [])
+    batch = bytearray(builder.build())
+    struct.pack_into(">q", batch, 0, 22)
+    out += bytes(batch)
+    out += o.legacy_message(27, 1, 0, T0 + 600, b"last", b"one")
+    path.write_bytes(out)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=_tid)
+def test_mixed_segment(target, tmp_path):
+    magic, codec = target
+    part = tmp_path / "mixed-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    _mixed_segment(log)
+    src = o.kp_read(log.read_bytes())
+    assert [r.offset for r in o.all_records(src)] == [*range(15), 15, 17, 20, 21, 22, 23, 24, 25, 26, 27]
+    dest = tmp_path / "out" / "mixed-0"
+    dest.parent.mkdir()
+    result = convert(part, dest, magic, codec)
+    assert result.code == 0, result
+    out_log = dest / log.name
+    check_segment(out_log, log, magic, codec)
+    got = o.summary_loss(result.out)
+    assert {k: got[k] for k in o.LOSS_KEYS} == o.expected_loss(src, magic)
+    out = o.kp_read(out_log.read_bytes())
+    if magic == 2:
+        # one batch per run (a run ends at a change of magic or timestamp type), per wrapper, per v2 batch
+        assert [[r.offset for r in e.records] for e in out] == [
+            list(range(10)), list(range(10, 15)), [15, 17, 20], [21], [22, 23, 24, 25, 26], [27]]
+        lat = out[1]
+        assert (lat.timestamp_type, lat.v2["max_timestamp"]) == (o.LOG_APPEND_TIME, T0 + 999)
+        wrapped = out[2]
+        assert (wrapped.v2["base_offset"], wrapped.v2["last_offset"], wrapped.v2["count"]) == (15, 20, 3)
+        assert [r.timestamp for r in out[3].records] == [-1] and out[3].timestamp_type == o.CREATE_TIME
+        if codec == "default":
+            assert [e.codec for e in out] == [0, 0, 1, 0, 3, 0]
+            v2_entry = o.raw_entries(log.read_bytes())[-2]  # the kafka-python batch: same magic and codec
+            v2_bytes = log.read_bytes()[v2_entry.position : v2_entry.position + v2_entry.size]
+            assert v2_bytes in out_log.read_bytes(), "a v2 batch kept at its codec is copied unchanged"
+    check_clean(dest)
+
+
+@pytest.mark.parametrize("target", [(0, "gzip"), (2, "zstd")], ids=_tid)
+def test_empty_segment(target, tmp_path):
+    """An empty .log (a freshly rolled segment) converts to an empty .log with empty indexes."""
+    magic, codec = target
+    part = tmp_path / "empty-0"
+    part.mkdir()
+    (part / "00000000000000000042.log").write_bytes(b"")
+    dest = tmp_path / "out" / "empty-0"
+    dest.parent.mkdir()
+    result = convert(part, dest, magic, codec)
+    assert result.code == 0, result
+    out_log = dest / "00000000000000000042.log"
+    assert out_log.read_bytes() == b""
+    assert out_log.with_suffix(".index").read_bytes() == b""
+    assert out_log.with_suffix(".timeindex").read_bytes() == b""
+    assert {k: o.summary_loss(result.out)[k] for k in o.LOSS_KEYS} == dict.fromkeys(o.LOSS_KEYS, 0)
+    check_clean(dest)
+
+
+def test_golden_to_v1(tmp_path):
+    """golden-0 below v2: the COMMIT marker goes (counted), the two data batches stay, and the
+    transactional batch loses its producer fields (counted); timestamps and offsets kept."""
+    dest = tmp_path / "out"
+    result = convert(FIXTURES / "golden-0", dest, 1, "none")
+    assert result.code == 0, result
+    out = o.kp_read(next(dest.glob("*.log")).read_bytes())
+    assert [(r.offset, r.key, r.value) for e in out for r in e.records] == [
+        (0, b"k1", b"v1"), (1, None, b"v2"), (2, None, b"tx")]  # spec §16.1, §16.2
+    loss = o.summary_loss(result.out)
+    assert (loss["control_batches_dropped"], loss["control_records_dropped"], loss["headers_dropped"],
+            loss["header_count"], loss["producer_fields_dropped"]) == (1, 1, 1, 1, 2)
