@@ -481,3 +481,40 @@ def test_symlinked_src_partition_and_segment(tmp_path: Path) -> None:
     got, _ = kp_view(out.read_bytes())
     assert got == expected_after(source, 0)
     assert_reindex_unchanged(out)
+
+
+# ----------------------------------------------------------------------------- the package's names
+
+
+def test_package_exports_resolve_lazily() -> None:
+    import subprocess as sp
+
+    import kafkatool.convert as pkg
+
+    assert sorted(pkg.__all__) == sorted(pkg._EXPORTS)
+    for name in pkg.__all__:
+        value = getattr(pkg, name)
+        assert value.__module__ == pkg._EXPORTS[name] and value.__doc__, name
+    with pytest.raises(AttributeError):
+        pkg.no_such_name  # noqa: B018
+    probe = "import sys, kafkatool.convert; print(sorted(m for m in sys.modules if m.startswith('kafkatool.')))"
+    out = sp.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['kafkatool.convert']"
+    from kafkatool.convert import options, tree  # submodules still import through the package
+
+    assert tree.plan_convert is pkg.plan_convert and options.Loss is pkg.Loss
+
+
+def test_package_docstring_example(tmp_path: Path) -> None:
+    from kafkatool.convert import ConvertOptions as Options
+    from kafkatool.convert import analyze as analyse
+    from kafkatool.convert import convert_to_dest as to_dest
+    from kafkatool.convert import plan_convert as plan_it
+
+    plan = plan_it(str(FIXTURES / "v2-none-0"), str(tmp_path / "orders-0-v1"), Options(magic=1))
+    # fixtures/README: 14 records with 2 headers each; 4 batches of partition leader epoch 0
+    assert analyse(plan).lines() == [
+        "14 records lost their headers (28 headers)",
+        "4 batches lost producer fields (producer id/epoch, base sequence, leader epoch, transactional flag)",
+    ]
+    assert to_dest(plan).dest == str(tmp_path / "orders-0-v1")
