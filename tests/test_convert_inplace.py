@@ -118,9 +118,10 @@ def stand_in_convert(partition_dir: str, out_dir: str, options: ConvertOptions) 
                 f.write(out)
             os.chmod(dst, stat.S_IMODE(os.stat(src).st_mode))
             fault_point("after converted segment")
-            for c in plan_reindex(dst).changes:
+            for c in plan_reindex(dst).changes:  # created: the .log's mode (reindex's rule)
                 with open(c.path, "wb") as f:
                     f.write(c.data)
+                os.chmod(c.path, stat.S_IMODE(os.stat(src).st_mode))
                 fault_point("after converted index")
         elif n in ("leader-epoch-checkpoint", "partition.metadata"):
             with open(src, "rb") as f, open(os.path.join(out_dir, n), "wb") as g:
@@ -839,3 +840,34 @@ def test_a_damaged_segment_is_refused_with_the_located_error_by_the_real_analysi
     assert plan.converts and plan.loss.damaged_count == 1
     assert "zstd" in _refused(legacy_partition(tmp_path / "l2" / "t-0"), "refused",
                               ConvertOptions(magic=1, codec=4)).refused.lower()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give files another owner")
+@pytest.mark.parametrize("converter", ["stand-in", "real"])
+def test_owner_and_mode_are_kept_in_the_new_state_and_in_the_backup(tmp_path: Path, monkeypatch,
+                                                                    converter: str) -> None:
+    if converter == "real":
+        _real_converter()
+        monkeypatch.setattr(inplace, "_convert_into", REAL_CONVERT)
+    part = legacy_partition(tmp_path / "logdir" / "t-0")
+    os.chown(part, 1234, 2345)
+    part.chmod(0o750)
+    for p in part.iterdir():
+        os.chown(p, 1234, 2345)
+        p.chmod(0o600)
+    (part / f"{SEG.format(5)}.log").chmod(0o640)
+    old = {p.name: os.stat(p) for p in part.iterdir()}
+    convert_in_place(part, tmp_path / "bk")
+    st = os.stat(part)
+    assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (1234, 2345, 0o750)
+    for p in part.iterdir():
+        st = os.stat(p)
+        if p.name in old:  # replaced: the owner and mode of the file it replaces
+            assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (
+                1234, 2345, stat.S_IMODE(old[p.name].st_mode)), p.name
+        else:  # created (an index): the partition's owner
+            assert (st.st_uid, st.st_gid) == (1234, 2345), p.name
+    for n, was in old.items():
+        copy = os.stat(tmp_path / "bk" / "t-0" / n)
+        assert (copy.st_uid, copy.st_gid, stat.S_IMODE(copy.st_mode), copy.st_mtime_ns) == (
+            1234, 2345, stat.S_IMODE(was.st_mode), was.st_mtime_ns), n

@@ -57,6 +57,7 @@ from kafkatool.safety import (
     is_staging_dir,
     naming,
     remove_staging_dirs,
+    take_owner,
 )
 from kafkatool.segment import files as names
 from kafkatool.segment.walk import SegmentWalker, WalkStop
@@ -414,6 +415,17 @@ def _save(backup: Backup, path: str, new: str | None, reason: str) -> None:
         os.close(fd)
 
 
+def _like_old(path: str, like: os.stat_result) -> None:
+    """Give a new file the owner (when permitted) and mode of the file it replaces, whatever the
+    converter did: a broker running as another user must still open it writable."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            take_owner(fd, like, path, times=False)
+    finally:
+        os.close(fd)
+
+
 def _verify_logs(directory: str, logs: Sequence[str]) -> None:
     """``verify --deep`` on the new segments (each ``.log`` with its index files); any finding that
     fails a verify run is a :class:`RepairError`."""
@@ -466,6 +478,10 @@ def apply_partition_in_place(plans: Sequence[InPlacePlan], backup: Backup | str)
     options = plan.options
     reason = f"convert --in-place (magic {options.magic}, {_codec_text(options.codec)})"
     old_names = [f.name for f in plan.files]
+    olds = {n: st for n, st in _listing(directory)}
+    dir_stat = os.stat(directory)
+    some = next((st for n, st in olds.items() if n.endswith(".log")),
+                os.stat_result((dir_stat.st_mode & ~0o111, *tuple(dir_stat)[1:])))
     state: dict = {}
 
     def build(staging: str) -> list[str]:
@@ -477,6 +493,7 @@ def apply_partition_in_place(plans: Sequence[InPlacePlan], backup: Backup | str)
             if kind not in _kinds(directory):
                 raise RepairError(f"the converter wrote {n!r}, which is not a file of a partition; nothing changed",
                                   path=os.path.join(staging, n))
+            _like_old(os.path.join(staging, n), olds.get(n) or olds.get(names.sibling(n, ".log")) or some)
         state["built"] = built
         return built
 
