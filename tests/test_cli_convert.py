@@ -688,3 +688,17 @@ def test_the_readme_convert_lines_on_fixtures_run(tmp_path) -> None:
         shell = line.replace("kafkatool ", f"{sys.executable} -m kafkatool ", 1).replace("/tmp/", f"{tmp_path}/")
         p = subprocess.run(["bash", "-o", "pipefail", "-c", shell], cwd=REPO, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, f"{line}\n{p.stderr}"
+
+
+def test_in_place_refusals_damaged_is_1_unknown_file_is_2(run, tmp_path) -> None:
+    part, pos = _flip_in_second_batch(tmp_path)
+    r = run("convert", "--in-place", "--to-magic", "2", "--compression", "gzip", str(part))
+    assert r.code == 1, r
+    assert "  refused   nothing written: " in r.out and f":{pos}: " in r.out
+    assert f"kafkatool: error: {os.path.realpath(part)}: refused: " in r.err
+    other = copy_partition(FIXTURES / "v1-none-0", tmp_path)
+    (other / "notes.txt").write_text("mine")
+    before = snapshot(other)
+    r = run("convert", "--in-place", "--execute", "--to-magic", "2", "--backup-dir", str(tmp_path / "bk"), str(other))
+    assert r.code == 2, r
+    assert "notes.txt" in r.err and snapshot(other) == before
