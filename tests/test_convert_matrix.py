@@ -576,14 +576,14 @@ T0 = 1700000000000
 
 def _mixed_segment(path: Path) -> None:
     """A segment whose entries change magic, timestamp type and codec, written by hand (§5.1) and
-    by kafka-python's builder: v1 CreateTime messages 0-9, v1 LogAppendTime messages 10-14 (one
-    log-append time), a v1 gzip wrapper holding 15, 17 and 20 (compaction gaps: inner offsets 0, 2,
+    by kafka-python's builder: v1 CreateTime messages 0-9, v1 LogAppendTime messages 10-14 (two
+    log-append times: 10-12, 13-14), a v1 gzip wrapper holding 15, 17 and 20 (compaction gaps: inner offsets 0, 2,
     5), a v0 message 21, a v2 lz4 batch 22-26 with headers, a v1 message 27."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     out = b"".join(o.legacy_message(i, 1, 0, T0 + 7 * i, b"k%d" % i, b"v%d" % i * (i + 1)) for i in range(10))
-    out += b"".join(o.legacy_message(i, 1, 0x08, T0 + 999, None if i == 12 else b"k%d" % i, b"lat%d" % i)
-                    for i in range(10, 15))
+    out += b"".join(o.legacy_message(i, 1, 0x08, T0 + (999 if i < 13 else 1999), None if i == 12 else b"k%d" % i,
+                                     b"lat%d" % i) for i in range(10, 15))
     inner = b"".join(o.legacy_message(rel, 1, 0, T0 + 300 + rel, b"c%d" % rel, b"compressed %d" % rel)
                      for rel in (0, 2, 5))
     out += o.legacy_wrapper(20, 1, 1, T0 + 305, inner)
@@ -619,16 +619,17 @@ def test_mixed_segment(target, tmp_path):
     assert {k: got[k] for k in o.LOSS_KEYS} == o.expected_loss(src, magic)
     out = o.kp_read(out_log.read_bytes())
     if magic == 2:
-        # one batch per run (a run ends at a change of magic or timestamp type), per wrapper, per v2 batch
+        # one batch per run (a run ends at a change of magic or timestamp type, and of log-append
+        # time: a v2 batch has one), per wrapper, per v2 batch
         assert [[r.offset for r in e.records] for e in out] == [
-            list(range(10)), list(range(10, 15)), [15, 17, 20], [21], [22, 23, 24, 25, 26], [27]]
-        lat = out[1]
-        assert (lat.timestamp_type, lat.v2["max_timestamp"]) == (o.LOG_APPEND_TIME, T0 + 999)
-        wrapped = out[2]
+            list(range(10)), [10, 11, 12], [13, 14], [15, 17, 20], [21], [22, 23, 24, 25, 26], [27]]
+        for lat, when in ((out[1], T0 + 999), (out[2], T0 + 1999)):
+            assert (lat.timestamp_type, lat.v2["max_timestamp"]) == (o.LOG_APPEND_TIME, when)
+        wrapped = out[3]
         assert (wrapped.v2["base_offset"], wrapped.v2["last_offset"], wrapped.v2["count"]) == (15, 20, 3)
-        assert [r.timestamp for r in out[3].records] == [-1] and out[3].timestamp_type == o.CREATE_TIME
+        assert [r.timestamp for r in out[4].records] == [-1] and out[4].timestamp_type == o.CREATE_TIME
         if codec == "default":
-            assert [e.codec for e in out] == [0, 0, 1, 0, 3, 0]
+            assert [e.codec for e in out] == [0, 0, 0, 1, 0, 3, 0]
             v2_entry = o.raw_entries(log.read_bytes())[-2]  # the kafka-python batch: same magic and codec
             v2_bytes = log.read_bytes()[v2_entry.position : v2_entry.position + v2_entry.size]
             assert v2_bytes in out_log.read_bytes(), "a v2 batch kept at its codec is copied unchanged"
