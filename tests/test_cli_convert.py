@@ -314,14 +314,25 @@ def test_jsonl_schema_of_a_log_dir(run, tmp_path) -> None:
     assert v2["loss"]["headerCount"] == HEADERS and v2["loss"]["recordsOut"] == RECORDS
 
 
-def test_jsonl_counts_aborted_records_dropped(run, tmp_path) -> None:
-    r = run("convert", "--to-magic", "1", "--compression", "gzip", "--drop-aborted", "--format", "jsonl",
+@pytest.mark.parametrize("drop", [False, True])
+def test_jsonl_counts_aborted_records(run, tmp_path, drop) -> None:
+    """txn-0 (fixtures/README.md): 10 batches, 49 records; offsets 103-104 an aborted transaction
+    (ABORT at 113), two control batches (105, 113), one batch emptied by compaction (119-121)."""
+    args = ["--drop-aborted"] if drop else []
+    r = run("convert", "--to-magic", "1", "--compression", "gzip", *args, "--format", "jsonl",
             str(FIXTURES / "txn-0"), str(tmp_path / "t"))
     assert r.code == 0, r
-    loss = jsonl(r.out)[-1]["loss"]
-    assert loss["abortedRecordsDropped"] > 0 and loss["controlBatchesDropped"] > 0
-    assert loss["recordsOut"] == loss["recordsIn"] - loss["abortedRecordsDropped"] - loss["controlRecordsDropped"]
-    assert jsonl(r.out)[-1]["dropAborted"] is True
+    summary = jsonl(r.out)[-1]
+    loss = summary["loss"]
+    assert (loss["batchesIn"], loss["recordsIn"]) == (10, 49)
+    assert (loss["controlBatchesDropped"], loss["controlRecordsDropped"], loss["emptyBatchesDropped"]) == (2, 2, 1)
+    assert (loss["abortedRecordsKept"], loss["abortedRecordsDropped"]) == ((0, 2) if drop else (2, 0))
+    assert loss["recordsOut"] == 49 - 2 - (2 if drop else 0)
+    assert summary["dropAborted"] is drop
+    if not drop:
+        r = run("convert", "--to-magic", "1", "--compression", "gzip", str(FIXTURES / "txn-0"), str(tmp_path / "u"))
+        assert ("  lost      2 records of aborted transactions kept and now readable (use --drop-aborted to leave "
+                "them out)") in r.err.splitlines()
 
 
 # --------------------------------------------------------------------------- damage
