@@ -350,28 +350,39 @@ def test_a_read_only_file_system_is_an_error_and_nothing_changes(tmp_path: Path)
 
 
 def test_a_read_only_log_dir_for_the_running_user_changes_nothing(tmp_path: Path) -> None:
-    # the staging dir cannot be made: an error naming it, the old state untouched (run as nobody when root)
+    # the staging dir cannot be made: an error naming the log dir, the old state untouched (as nobody)
     if os.geteuid() != 0:
         pytest.skip("needs root to run as another user")
-    logdir = tmp_path / "logdir"
-    part = legacy_partition(logdir / "t-0")
-    (logdir / ".lock").touch()
-    for p in [tmp_path, logdir, part, *part.iterdir(), logdir / ".lock"]:
-        os.chown(p, 65534, 65534)
-    logdir.chmod(0o555)
-    bk = tmp_path / "bk"
-    old = whole_state(part)
-    plans = plan_in_place([str(part)], V2)
+    import shutil
 
-    def as_nobody() -> None:
-        os.setgroups([])
-        os.setgid(65534)
-        os.setuid(65534)
-        apply_in_place(plans, str(bk))
+    top = Path(tempfile.mkdtemp(prefix="kafkatool-ro-", dir="/tmp"))  # pytest's tmp dirs are 0700 root
+    try:
+        top.chmod(0o755)
+        logdir = top / "logdir"
+        part = legacy_partition(logdir / "t-0")
+        (logdir / ".lock").touch()
+        bk = top / "bk"
+        bk.mkdir()
+        for p in [bk, logdir, part, *part.iterdir(), logdir / ".lock"]:
+            os.chown(p, 65534, 65534)
+        logdir.chmod(0o555)
+        old = whole_state(part)
+        plans = plan_in_place([str(part)], V2)
 
-    code, err = run_forked(as_nobody)
-    assert code == 3 and "Permission denied" in err and "nothing changed" in err.lower() or "cannot" in err, err
-    assert whole_state(part) == old and other_dirs(part) == []
+        def as_nobody() -> None:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            apply_in_place(plans, str(bk))
+
+        code, err = run_forked(as_nobody)
+        assert code == 3 and "Permission denied" in err and str(logdir) in err and "nothing changed" in err, err
+        assert ".lock" not in err, err  # the lock was taken: the staging dir is what failed
+        assert whole_state(part) == old and other_dirs(part) == []
+        assert not any(bk.iterdir())  # no backup written either
+    finally:
+        (top / "logdir").chmod(0o755)
+        shutil.rmtree(top)
 
 
 def test_hostile_side_files_are_refused_never_followed(tmp_path: Path) -> None:

@@ -139,6 +139,7 @@ class InPlacePlan:
 
     @property
     def needs_changes(self) -> bool:
+        """Whether apply writes anything: a conversion, or a leftover staging dir to remove."""
         return self.refused is None and (not self.already or bool(self.staging_leftovers))
 
 
@@ -505,18 +506,27 @@ def apply_partition_in_place(plans: Sequence[InPlacePlan], backup: Backup | str)
         for n in built:
             with naming(os.path.join(staging, n)):
                 hashes[n] = hash_file(os.path.join(staging, n))
-        state["hashes"] = hashes
         with backup.batch():  # one manifest write for the partition, before the switch
             for n in sorted(set(old_names) | set(built)):
                 path = os.path.join(directory, n)
                 with naming(backup.root, f"while copying {path} into the backup"):
                     _save(backup, path, os.path.join(staging, n) if n in built else None, reason)
                 fault_point("after backup")
+        state["hashes"] = hashes  # the backup is complete: the switch may come
 
     try:
         exchange_partition(directory, build=build, keep_unbuilt=False, before_switch=before_switch)
     except ExchangeUnavailable as e:
         raise PartitionRefused(_no_exchange_text(e.message), path=directory, kind="no_exchange") from None
+    except KafkaToolError:
+        raise
+    except OSError as e:  # the exchange's own RepairErrors say where things stand; a bare OSError does not
+        if "hashes" not in state:  # before the backup was complete, so before the switch
+            raise RepairError(f"cannot write: {e.strerror or e}; nothing changed: the partition dir is the old state",
+                              path=e.filename or directory) from None
+        raise RepairError(f"{e.strerror or e} after the backup (the partition dir is the old or the new state, whole; "
+                          f"the backup {backup.root} holds the old one); run again to finish",
+                          path=e.filename or directory) from None
     built, hashes = state["built"], state["hashes"]
     # re-verify: the partition dir is, name for name and byte for byte, what was built and verified
     now = sorted(os.listdir(directory))
