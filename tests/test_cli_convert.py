@@ -713,3 +713,30 @@ def test_in_place_refusals_damaged_is_1_unknown_file_is_2(run, tmp_path) -> None
     r = run("convert", "--in-place", "--execute", "--to-magic", "2", "--backup-dir", str(tmp_path / "bk"), str(other))
     assert r.code == 2, r
     assert "notes.txt" in r.err and snapshot(other) == before
+
+
+def test_a_reason_is_printed_once_per_report(run, tmp_path) -> None:
+    r = run("convert", "--to-magic", "1", "--compression", "gzip", str(FIXTURES), str(tmp_path / "x"))
+    assert r.code == 0, r
+    lines = r.err.splitlines()
+    rebuilt = [line for line in lines if line.startswith("  rebuilt   ")]
+    assert len(rebuilt) == len([d for d in FIXTURES.iterdir() if d.is_dir() and d.name != "__cluster_metadata-0"])
+    assert rebuilt[0].endswith(")") and "(" in rebuilt[0] and all("(" not in line for line in rebuilt[1:])
+    snapshots = [line for line in lines if line.startswith("  dropped   ") and ".snapshot" in line]
+    assert snapshots[0].startswith("  dropped   00000000000000000003.snapshot: magic 1 ")  # golden-0 comes first
+    assert snapshots[1] == "  dropped   00000000000000000152.snapshot: as for 00000000000000000003.snapshot above"
+
+
+def test_converting_from_a_live_brokers_log_dir_warns(run, tmp_path) -> None:
+    from test_safety import LockHolder
+
+    part = copy_partition(FIXTURES / "v1-none-0", tmp_path)
+    lock = tmp_path / "data" / ".lock"
+    lock.touch()
+    with LockHolder(lock) as holder:
+        r = run("convert", "--to-magic", "2", str(part), str(tmp_path / "out"))
+    assert r.code == 0, r
+    (warning,) = [line for line in r.err.splitlines() if "warning" in line]
+    assert warning.startswith("kafkatool convert: warning: ") and str(holder.pid) in warning and str(lock) in warning
+    r = run("convert", "--to-magic", "2", str(part), str(tmp_path / "out2"))
+    assert r.code == 0 and "warning" not in r.err, r

@@ -272,13 +272,18 @@ def _dest_state(dest: str) -> str:
 
 
 def _to_dest(src: str, dest: str, options, out, *, fmt: str, progress: bool) -> None:
+    from kafkatool.cli.options import warn_live_brokers
     from kafkatool.convert.tree import analyze, convert_to_dest, plan_convert
     from kafkatool.render import convert as render
+    from kafkatool.safety import log_dir_of
 
     started = time.monotonic()
     with _interruptible(lambda: "nothing was written"), _stop_on_error(out, lambda: "nothing was written"):
         plan = plan_convert(src, dest, options)
     shown = show_progress(progress, plan.total_bytes)
+    warn_live_brokers("convert", dict.fromkeys(log_dir_of(os.path.abspath(p.path)) for p in plan.partitions),
+                      "it may be writing the segments read here: a segment being written can end in a partial "
+                      "batch, and a batch appended after it was read is not in DEST")
 
     if options.strict:
         with _interruptible(lambda: "nothing was written"), _stop_on_error(out, lambda: _dest_state(dest)):
@@ -309,11 +314,12 @@ def _to_dest(src: str, dest: str, options, out, *, fmt: str, progress: bool) -> 
         out.flush()
     else:
         lines = [render.run_line(plan)]
+        seen: dict = {}
         for p in report.partitions:
-            lines += render.partition_lines(p)
+            lines += render.partition_lines(p, seen)
         if report.side_files:
             lines.append(f"{plan.src}:")
-            lines += render.side_file_lines(report.side_files)
+            lines += render.side_file_lines(report.side_files, seen)
         sys.stderr.write("\n".join(lines) + "\n")
     sys.stderr.write(render.summary_line(report.loss, report.partitions, dest=report.dest, seconds=seconds) + "\n")
     sys.exit(ExitCode.OK)

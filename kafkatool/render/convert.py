@@ -88,19 +88,29 @@ def side_file_object(f) -> dict:
     return {"name": f.name, "action": f.action, "reason": f.reason}
 
 
-def side_file_lines(files: Iterable) -> list[str]:
-    """Side-file decisions as text, an action word in a 9-character column as in :mod:`kafkatool.render.plans`: ``rebuilt`` and
-    ``copied`` files with the same reason share a line (every segment's ``.index`` is rebuilt);
-    a ``dropped`` or ``not copied`` file gets a line of its own, with its reason."""
+def side_file_lines(files: Iterable, seen: dict | None = None) -> list[str]:
+    """Side-file decisions as text, an action word in a 9-character column as in
+    :mod:`kafkatool.render.plans`: ``rebuilt`` and ``copied`` files with the same reason share a
+    line (every segment's ``.index`` is rebuilt); a ``dropped`` or ``not copied`` file gets a line
+    of its own, with its reason. With ``seen`` (the ``(action, reason)`` pairs already printed in
+    this report, each with the first file it was printed for; updated here), a reason is printed
+    once: a later rebuilt or copied line leaves it out, a later dropped line says ``as for <that
+    file> above``."""
+    seen = {} if seen is None else seen
     lines: list[str] = []
     grouped: dict[tuple[str, str], list[str]] = {}
     for f in files:
         if f.action in ("rebuilt", "copied"):
             grouped.setdefault((f.action, f.reason), []).append(f.name)
         else:
-            lines.append(f"  {f.action:<9} {f.name}" + (f": {f.reason}" if f.reason else ""))
-    head = [f"  {action:<9} {', '.join(names)}" + (f" ({reason})" if reason else "")
-            for (action, reason), names in grouped.items()]
+            first = seen.setdefault((f.action, f.reason), f.name)
+            reason = "" if not f.reason else f": {f.reason}" if first == f.name else f": as for {first} above"
+            lines.append(f"  {f.action:<9} {f.name}{reason}")
+    head = []
+    for (action, reason), names in grouped.items():
+        shown = "" if not reason or (action, reason) in seen else f" ({reason})"
+        seen.setdefault((action, reason), names[0])
+        head.append(f"  {action:<9} {', '.join(names)}{shown}")
     return head + lines
 
 
@@ -171,9 +181,10 @@ def _magics(loss) -> str:
             f"{plural(loss.records_in, 'record')} -> {loss.records_out}")
 
 
-def partition_lines(p) -> list[str]:
+def partition_lines(p, seen: dict | None = None) -> list[str]:
     """One partition's block of the text report: a header line (where it went, batches and
-    records in and out, bytes), its losses (:meth:`Loss.lines`, indented) and side files."""
+    records in and out, bytes), its losses (:meth:`Loss.lines`, indented) and side files
+    (``seen``: see :func:`side_file_lines`)."""
     bytes_in = sum(s.bytes_in for s in p.segments)
     bytes_out = sum(s.bytes_out for s in p.segments)
     dest = f" -> {p.dest}" if p.dest else ""
@@ -181,7 +192,7 @@ def partition_lines(p) -> list[str]:
              f"{bytes_in} -> {plural(bytes_out, 'byte')}"]
     lines += _lost_lines(p.loss)
     files = [f for s in p.segments for f in s.side_files] + list(p.side_files)
-    lines += side_file_lines(files)
+    lines += side_file_lines(files, seen)
     return lines
 
 
