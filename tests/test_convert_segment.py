@@ -372,18 +372,46 @@ def test_a_bad_batch_stops_with_its_located_error_and_leaves_no_file(tmp_path: P
     assert_reindex_unchanged(out / src.name)
 
 
-def test_an_offset_below_the_segment_base_is_an_error_recovery_would_give_too(tmp_path: Path) -> None:
-    """A batch whose offsets lie below the file name's base offset cannot be indexed; recovery refuses
-    it too (``ensureOffsetInRange``, §12.2): a located error, and no file left."""
-    src = tmp_path / "00000000000000000010.log"
-    src.write_bytes(v2_segment(1, 5, base=10) + v2_segment(1, 5, base=3))
-    out = tmp_path / "o"
-    out.mkdir()
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_offsets_recovery_would_refuse_are_damage_in_the_dry_and_the_real_run(tmp_path: Path, magic: int) -> None:
+    """An entry whose offsets lie below the file name's base (recovery's ``ensureOffsetInRange``,
+    §12.2), or do not follow the previous entry's: the same located error from the analysis and
+    the real run (at the entry's position), a damaged range with --skip-damaged."""
+    first = v2_segment(1, 5, base=10)
+    cases = {
+        "offset_out_of_range": first + v2_segment(1, 5, base=3),  # 3-7 below the base 10
+        "offset_out_of_order": first + v2_segment(1, 5, base=20) + v2_segment(1, 5, base=12),  # 12 after 24
+    }
+    for kind, data in cases.items():
+        src = tmp_path / kind / "00000000000000000010.log"
+        src.parent.mkdir()
+        src.write_bytes(data)
+        bad = list(entry_positions(data))[-1]
+        out = tmp_path / kind / "o"
+        out.mkdir()
+        for where in (None, str(out)):
+            with pytest.raises(KafkaToolError) as e:
+                convert_segment(Segment.at(src), where, ConvertOptions(magic=magic))
+            assert (e.value.kind, e.value.path, e.value.position) == (kind, str(src), bad)
+        assert list(out.iterdir()) == []
+        r = convert_segment(Segment.at(src), str(out), ConvertOptions(magic=magic, skip_damaged=True))
+        assert [(d.start, d.end) for d in r.loss.damaged] == [(bad, len(data))]
+        assert r.loss.damaged[0].reason.startswith(kind)
+        got, _ = kp_view((out / src.name).read_bytes())
+        assert [o for o, *_ in got] == [o for o in range(10, 15)] + ([20, 21, 22, 23, 24] if "order" in kind else [])
+        assert_reindex_unchanged(out / src.name)
+
+
+def test_a_flipped_legacy_offset_field_is_damage(tmp_path: Path) -> None:
+    """The legacy CRC does not cover the offset field (§5.1): a flipped high byte makes a wild offset."""
+    data = bytearray(v1_segment(20, base=5))
+    pos = list(entry_positions(bytes(data)))[7]
+    data[pos] ^= 0x80  # the offset's sign bit: far below the base
+    src = tmp_path / "00000000000000000005.log"
+    src.write_bytes(bytes(data))
     with pytest.raises(KafkaToolError) as e:
-        convert_segment(Segment.at(src), str(out), ConvertOptions(magic=1))
-    assert e.value.kind == "index_append" and e.value.path == str(src)
-    assert "offset 3 " in str(e.value)  # magic 1, uncompressed: the first message below the base
-    assert list(out.iterdir()) == []
+        convert_segment(Segment.at(src), None, ConvertOptions(magic=2))
+    assert e.value.kind == "offset_out_of_range" and e.value.position == pos
 
 
 def test_a_log_that_cannot_be_read_is_a_located_error_not_an_oserror(tmp_path: Path) -> None:

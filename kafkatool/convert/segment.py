@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from kafkatool.convert.options import ConvertOptions, Loss
-from kafkatool.errors import KafkaToolError
+from kafkatool.errors import InvalidRecordError, KafkaToolError
+from kafkatool.record.layout import INT32_MAX
 from kafkatool.record.batch import batch_from_header
 from kafkatool.safety.durable import TEMP_SUFFIX, fsync_dir, fsync_fd, take_owner, write_all, write_error
 from kafkatool.segment import files as names
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "COPY_CHUNK",
+    "OffsetGuard",
     "SegmentResult",
     "SideFile",
     "WRITE_BUFFER",
@@ -248,6 +250,51 @@ def copy_file(src: str, path: str, *, like_owner: bool = False) -> int:
 # ----------------------------------------------------------------------------- the segment
 
 
+class OffsetGuard:
+    """The converter, behind a check of every entry's offsets before it is fed (one rule for the
+    dry and the real run, so ``analyze`` refuses what the real run would).
+
+    An entry whose last offset cannot be made relative to the segment's base (recovery's
+    ``ensureOffsetInRange``, §12.2) or whose first offset does not follow the previous entry's
+    last (offsets only increase in a log; an index append would refuse it, §8.3) is damage: an
+    :class:`~kafkatool.errors.InvalidRecordError` the source walk locates at the entry and, with
+    ``--skip-damaged``, converts around. Typical cause: a flipped bit in a legacy message's offset
+    field, which its CRC does not cover.
+    """
+
+    __slots__ = ("converter", "base", "path", "last")
+
+    def __init__(self, converter, base: int, path: str) -> None:
+        self.converter = converter
+        self.base = base
+        self.path = path
+        self.last: int | None = None
+
+    def feed(self, batch, data, *, salvaged: bool = False) -> list[bytes]:
+        """Check ``batch``'s offsets, then :meth:`BatchConverter.feed <kafkatool.convert.rules.BatchConverter.feed>`."""
+        first, last = batch.offset, batch.last_offset
+        if not 0 <= last - self.base <= INT32_MAX:
+            raise InvalidRecordError(
+                f"offset {last} cannot be stored in the segment of base offset {self.base} (an offset must "
+                f"lie within 2^31-1 of it; recovery refuses this entry)",
+                path=self.path, position=batch.position, expected=f"an offset in [{self.base}, {self.base + INT32_MAX}]",
+                found=last, kind="offset_out_of_range",
+            )
+        if self.last is not None and first <= self.last:
+            raise InvalidRecordError(
+                f"offsets {first}-{last} do not follow the previous entry's last offset {self.last}",
+                path=self.path, position=batch.position, expected=f"> {self.last}", found=first, kind="offset_out_of_order",
+            )
+        out = self.converter.feed(batch, data, salvaged=salvaged)
+        self.last = last
+        return out
+
+    def flush(self) -> list[bytes]:
+        """:meth:`BatchConverter.flush <kafkatool.convert.rules.BatchConverter.flush>`."""
+        return self.converter.flush()
+
+
+
 def convert_segment(
     segment: Segment,
     out_dir: str | None,
@@ -282,7 +329,7 @@ def convert_segment(
             from kafkatool.convert.aborted import find_aborted
 
             aborted = find_aborted([segment])
-        converter = BatchConverter(options, loss, aborted=aborted, path=log_path, dry=out_dir is None)
+        converter = OffsetGuard(BatchConverter(options, loss, aborted=aborted, path=log_path, dry=out_dir is None), base, log_path)
         if out_dir is None:
             for _entry in converted_entries(segment, converter, options, loss, progress=progress):
                 pass
