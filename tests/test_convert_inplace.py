@@ -171,9 +171,10 @@ def reference_new_state(tmp_path: Path, convert=stand_in_convert) -> dict[bytes,
     return whole_state(out)
 
 
-def run_forked(fn, fault_at: int | None = None) -> tuple[int, str]:
+def run_forked(fn, fault_at: int | None = None, *, interrupt: bool = False) -> tuple[int, str]:
     """Run ``fn()`` in a forked child (the stand-in patched in, as in this process); ``fault_at``
-    arms the SIGKILL at that write step. Returns (exit status or -signal, error text)."""
+    arms the SIGKILL at that write step (``interrupt``: a SIGINT, a Ctrl-C, instead). Returns
+    (exit status or -signal, error text); 3 is a KafkaToolError, 4 anything else."""
     err = tempfile.TemporaryFile()
     pid = os.fork()
     if pid == 0:
@@ -183,6 +184,10 @@ def run_forked(fn, fault_at: int | None = None) -> tuple[int, str]:
             if fault_at is not None:
                 os.environ["KAFKATOOL_FAULT_AT"] = str(fault_at)
             reset_fault_count()
+            if interrupt:
+                real_kill = os.kill
+                signal.signal(signal.SIGINT, signal.default_int_handler)
+                os.kill = lambda p, sig: real_kill(p, signal.SIGINT if sig == signal.SIGKILL else sig)
             fn()
         except BaseException as e:  # noqa: BLE001 - reported to the parent
             err.write(f"{type(e).__name__}: {e}".encode("utf-8", "surrogateescape"))
@@ -882,3 +887,23 @@ def test_owner_and_mode_are_kept_in_the_new_state_and_in_the_backup(tmp_path: Pa
         copy = os.stat(tmp_path / "bk" / "t-0" / n)
         assert (copy.st_uid, copy.st_gid, stat.S_IMODE(copy.st_mode), copy.st_mtime_ns) == (
             1234, 2345, stat.S_IMODE(was.st_mode), was.st_mtime_ns), n
+
+
+def test_ctrl_c_at_every_step_leaves_old_or_new_and_cleans_up_before_the_switch(tmp_path: Path) -> None:
+    new = reference_new_state(tmp_path)
+    n = 0
+    while True:
+        n += 1
+        part = legacy_partition(tmp_path / f"run{n}" / "t-0")
+        old = whole_state(part)
+        code, err = run_forked(lambda: convert_in_place(part, tmp_path / f"bk{n}"), fault_at=n, interrupt=True)
+        if code == 0:
+            break
+        assert code == 4 and "KeyboardInterrupt" in err, (n, code, err)
+        now = whole_state(part)
+        assert now in (old, new), n
+        if now == old:  # interrupted before the switch: the partial staging dir is removed on the way out
+            assert other_dirs(part) == [], n
+        convert_in_place(part, tmp_path / f"bk{n}-again")
+        assert whole_state(part) == new and other_dirs(part) == [], n
+    assert n > 15
