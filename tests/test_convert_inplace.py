@@ -907,3 +907,20 @@ def test_ctrl_c_at_every_step_leaves_old_or_new_and_cleans_up_before_the_switch(
         convert_in_place(part, tmp_path / f"bk{n}-again")
         assert whole_state(part) == new and other_dirs(part) == [], n
     assert n > 15
+
+
+def test_a_file_system_refusing_rename_exchange_is_found_by_the_probe_and_refused(tmp_path: Path,
+                                                                                   monkeypatch) -> None:
+    from kafkatool.safety import exchange as exchange_module
+
+    def refused(a: str, b: str) -> None:
+        raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+
+    monkeypatch.setattr(exchange_module, "exchange_dirs", refused)
+    monkeypatch.setattr(exchange_module, "_exchange_probed", {})
+    part = legacy_partition(tmp_path / "logdir" / "t-0")
+    old = whole_state(part)
+    with pytest.raises(PartitionRefused) as e:
+        convert_in_place(part, tmp_path / "bk")
+    assert e.value.kind == "no_exchange" and "refuses renameat2(RENAME_EXCHANGE)" in str(e.value)
+    assert whole_state(part) == old and other_dirs(part) == [] and not (tmp_path / "bk" / "t-0").exists()
