@@ -740,3 +740,53 @@ def test_converting_from_a_live_brokers_log_dir_warns(run, tmp_path) -> None:
     assert warning.startswith("kafkatool convert: warning: ") and str(holder.pid) in warning and str(lock) in warning
     r = run("convert", "--to-magic", "2", str(part), str(tmp_path / "out2"))
     assert r.code == 0 and "warning" not in r.err, r
+
+
+def _run_on_a_terminal(args: list[str]) -> tuple[int, bytes, bytes]:
+    """Run kafkatool with standard error on a pseudo-terminal; return (status, stdout, stderr)."""
+    import pty
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "kafkatool", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=slave,
+                         env=dict(os.environ, TERM="xterm", COLUMNS="100"))
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its end
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    out = p.stdout.read()
+    p.wait(timeout=120)
+    os.close(master)
+    return p.returncode, out, b"".join(chunks)
+
+
+def test_a_large_input_on_a_terminal_gets_a_bar(tmp_path) -> None:
+    """17 batches of 1 MiB (built with kafka-python): above the 16 MiB threshold."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from kafkatool.cli.convert import PROGRESS_MIN_BYTES
+
+    part = tmp_path / "big-0"
+    part.mkdir()
+    data = bytearray()
+    for offset in range(17):
+        builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                           producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+        builder.append(0, timestamp=1700000000000 + offset, key=b"k", value=b"v" * (1 << 20), headers=[])
+        batch = builder.build()
+        batch[0:8] = offset.to_bytes(8, "big")  # baseOffset
+        data += batch
+    assert len(data) >= PROGRESS_MIN_BYTES
+    (part / V2_LOG.name).write_bytes(bytes(data))
+    code, out, err = _run_on_a_terminal(["convert", "--to-magic", "2", "--format", "jsonl", str(part), str(tmp_path / "a")])
+    assert code == 0, err
+    assert b"\x1b[?25l" in err and b"/17.8 MB" in err  # Rich hid the cursor and drew the bar over the bytes
+    assert b"\x1b" not in out and json.loads(out.splitlines()[-1])["loss"]["recordsOut"] == 17
+    code, out, err = _run_on_a_terminal(["convert", "--to-magic", "2", "--no-progress", str(part), str(tmp_path / "b")])
+    assert code == 0 and b"\x1b" not in err, err
+    assert offsets_read_by_kafka_python(tmp_path / "b" / V2_LOG.name) == list(range(17))
