@@ -369,6 +369,12 @@ def test_drop_aborted_is_read_committed(magic, tmp_path):
     src = source_entries("txn-0")
     aborted = o.aborted_batches(src)
     assert [r.offset for i in sorted(aborted) for r in src[i].records] == [103, 104]  # hand-checked: README
+    # the broker-format .txnindex beside it (§9: version, producer id, first, last, LSO) agrees
+    txn = source_log("txn-0").with_suffix(".txnindex").read_bytes()
+    entries = [struct.unpack_from(">hqqqq", txn, i) for i in range(0, len(txn), 34)]
+    assert entries == [(0, 6000, 103, 113, 114)]
+    for i in aborted:
+        assert src[i].v2["producer_id"] == 6000 and 103 <= src[i].first_offset <= src[i].last_offset < 113
     dest = tmp_path / "out"
     result = convert(FIXTURES / "txn-0", dest, magic, "gzip", "--drop-aborted")
     assert result.code == 0, result
