@@ -790,3 +790,26 @@ def test_a_large_input_on_a_terminal_gets_a_bar(tmp_path) -> None:
     code, out, err = _run_on_a_terminal(["convert", "--to-magic", "2", "--no-progress", str(part), str(tmp_path / "b")])
     assert code == 0 and b"\x1b" not in err, err
     assert offsets_read_by_kafka_python(tmp_path / "b" / V2_LOG.name) == list(range(17))
+
+
+def test_ctrl_c_during_in_place_execute_names_the_command_that_finishes_it(run, tmp_path, monkeypatch) -> None:
+    from kafkatool.convert import inplace
+
+    part = copy_partition(FIXTURES / "v1-none-0", tmp_path)
+    untouched = copy_partition(FIXTURES / "v0-none-0", tmp_path)
+
+    def interrupted(plans, backup_dir, *, on_start, **kw):
+        on_start(plans[0].partition_dir)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(inplace, "apply_in_place", interrupted)
+    r = run("convert", "--in-place", "--execute", "--to-magic", "2", "--compression", "lz4", "--level", "9",
+            str(part), str(untouched))
+    assert r.code == 130, r
+    lines = r.err.splitlines()
+    assert lines[0] == "kafkatool convert: interrupted during --execute; the partition dirs are in these states:"
+    real = os.path.realpath(part)
+    assert (f"  {real}: interrupted, nothing left over: it holds the old state or the new one, complete; run "
+            f"`kafkatool convert --in-place --to-magic 2 --compression lz4 --level 9 --execute {real}` again to "
+            "finish or confirm") in lines
+    assert f"  {os.path.realpath(untouched)}: untouched" in lines

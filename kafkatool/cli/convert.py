@@ -374,7 +374,7 @@ def _in_place(paths, options, out, *, fmt: str, execute: bool, backup_dir: str |
                               "this plan reads files it may be writing, and --execute refuses to run until it stops")
 
     needing = [p for p in plans if p.needs_changes]
-    states = ApplyStates("convert", [p.partition_dir for p in needing], find_pending_state)
+    states = ApplyStates(_again(options), [p.partition_dir for p in needing], find_pending_state)
     reports: dict = {}
     refused_at_apply: dict[str, str] = {}
     if execute:
@@ -432,6 +432,21 @@ def _in_place(paths, options, out, *, fmt: str, execute: bool, backup_dir: str |
     if refused or (not execute and needing):
         sys.exit(ExitCode.FINDINGS)
     sys.exit(ExitCode.OK)
+
+
+def _again(options) -> str:
+    """The command line (after ``kafkatool``, before ``--execute``) that completes an interrupted
+    ``--in-place`` run: the same target."""
+    from kafkatool.render.convert import CODEC_NAMES
+
+    words = ["convert", "--in-place", "--to-magic", str(options.magic)]
+    if options.codec is not None:
+        words += ["--compression", CODEC_NAMES[options.codec]]
+    if options.level is not None:
+        words += ["--level", str(options.level)]
+    if options.drop_aborted:
+        words.append("--drop-aborted")
+    return " ".join(words)
 
 
 def _partition(plan) -> str:
