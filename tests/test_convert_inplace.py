@@ -924,3 +924,25 @@ def test_a_file_system_refusing_rename_exchange_is_found_by_the_probe_and_refuse
         convert_in_place(part, tmp_path / "bk")
     assert e.value.kind == "no_exchange" and "refuses renameat2(RENAME_EXCHANGE)" in str(e.value)
     assert whole_state(part) == old and other_dirs(part) == [] and not (tmp_path / "bk" / "t-0").exists()
+
+
+def test_every_lock_is_taken_before_the_first_write_and_one_refused_partition_does_not_stop_the_others(
+        tmp_path: Path) -> None:
+    a = legacy_partition(tmp_path / "logdirA" / "t-0")
+    b = legacy_partition(tmp_path / "logdirB" / "t-1")
+    c = legacy_partition(tmp_path / "logdirA" / "u-0")
+    (c / "00000000000000000000.kafkatool-journal").write_bytes(b"{}")  # reindex's, pending
+    old = {p: whole_state(p) for p in (a, b, c)}
+    plans = plan_in_place([str(tmp_path / "logdirA"), str(b)], V2)
+    assert [(os.path.basename(p.partition_dir), p.refused_kind) for p in plans] == [
+        ("t-0", None), ("u-0", "pending"), ("t-1", None)]
+    with LockHolder(tmp_path / "logdirB" / ".lock"):  # the second log dir's broker is up: nothing written anywhere
+        with pytest.raises(LiveBrokerError):
+            apply_in_place(plans, str(tmp_path / "bk"))
+    assert {p: whole_state(p) for p in (a, b, c)} == old and not (tmp_path / "bk").exists()
+    reports = apply_in_place(plans, str(tmp_path / "bk"))
+    assert [os.path.basename(r.plan.partition_dir) for r in reports] == ["t-0", "t-1"]
+    new = reference_new_state(tmp_path)
+    assert whole_state(a) == new and whole_state(b) == new and whole_state(c) == old[c]
+    restore(tmp_path / "bk")  # one backup dir for both log dirs
+    assert {p: whole_state(p) for p in (a, b, c)} == old
