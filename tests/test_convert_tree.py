@@ -518,3 +518,42 @@ def test_package_docstring_example(tmp_path: Path) -> None:
         "4 batches lost producer fields (producer id/epoch, base sequence, leader epoch, transactional flag)",
     ]
     assert to_dest(plan).dest == str(tmp_path / "orders-0-v1")
+
+
+def test_rename_into_place_uses_renameat2_noreplace_and_falls_back(tmp_path: Path, monkeypatch) -> None:
+    import errno
+
+    from kafkatool.safety import exchange
+
+    calls = []
+    real = exchange.rename_noreplace
+
+    def spy(old, new):
+        calls.append((old, new))
+        real(old, new)
+
+    monkeypatch.setattr(exchange, "rename_noreplace", spy)
+    dest = tmp_path / "d1"
+    convert_to_dest(plan_convert(str(FIXTURES / "v2-gzip-0"), str(dest), ConvertOptions(magic=2)))
+    assert calls == [(temp_dir_for(str(dest)), str(dest))] and listing(dest)
+
+    def unavailable(old, new):
+        raise exchange.ExchangeUnavailable("no renameat2 here")
+
+    monkeypatch.setattr(exchange, "rename_noreplace", unavailable)
+    convert_to_dest(plan_convert(str(FIXTURES / "v2-gzip-0"), str(tmp_path / "d2"), ConvertOptions(magic=2)))
+    assert_partition_converted(FIXTURES / "v2-gzip-0", tmp_path / "d2", 2)
+
+    def raced(old, new, filled: bool):
+        os.mkdir(new)  # another run made DEST between the check and the rename
+        if filled:
+            Path(new, "theirs").write_text("x")
+        raise OSError(errno.EEXIST, os.strerror(errno.EEXIST), old, None, new)
+
+    monkeypatch.setattr(exchange, "rename_noreplace", lambda o, n: raced(o, n, False))
+    convert_to_dest(plan_convert(str(FIXTURES / "v2-gzip-0"), str(tmp_path / "d3"), ConvertOptions(magic=2)))
+    assert_partition_converted(FIXTURES / "v2-gzip-0", tmp_path / "d3", 2)  # an empty DEST is replaced
+    monkeypatch.setattr(exchange, "rename_noreplace", lambda o, n: raced(o, n, True))
+    with pytest.raises(KafkaToolError) as e:
+        convert_to_dest(plan_convert(str(FIXTURES / "v2-gzip-0"), str(tmp_path / "d4"), ConvertOptions(magic=2)))
+    assert e.value.kind == "refused" and listing(tmp_path / "d4") == ["theirs"] and no_temp_dirs(tmp_path)

@@ -563,14 +563,13 @@ def _moved(path: str | None, tmp: str, dest: str) -> str | None:
 
 def _rename_into_place(tmp: str, dest: str) -> None:
     """Rename the finished temp dir to DEST (module doc); refuse when DEST got filled meanwhile."""
-    noreplace = getattr(exchange, "rename_noreplace", None)
     try:
-        if not os.path.lexists(dest) and noreplace is not None:
+        if not os.path.lexists(dest):
             try:
-                noreplace(tmp, dest)
+                exchange.rename_noreplace(tmp, dest)
                 return
             except exchange.ExchangeUnavailable:
-                pass
+                pass  # not Linux, or a file system without the flag: rename still refuses a filled DEST
             except OSError as e:
                 if e.errno != errno.EEXIST:
                     raise
