@@ -153,7 +153,7 @@ def _check_usage(paths, magic, compression, level, skip_damaged, salvage, in_pla
                 raise click.UsageError(f"{flag} goes with --in-place (a conversion to DEST writes a new directory)")
         if len(paths) != 2:
             raise click.UsageError(
-                f"expected SRC and DEST, got {plural_args(len(paths))} (to convert in place: --in-place SRC...)")
+                f"expected SRC and DEST, got {_plural_args(len(paths))} (to convert in place: --in-place SRC...)")
     if compression == "zstd" and magic != "2":
         raise click.BadParameter(f"zstd exists only in magic 2 record batches (spec §7.1), not magic {magic}",
                                  param_hint="--compression")
@@ -173,7 +173,7 @@ def _check_usage(paths, magic, compression, level, skip_damaged, salvage, in_pla
             raise click.BadParameter(f"{_display(p)}: no such file or directory", param_hint="SRC")
 
 
-def plural_args(n: int) -> str:
+def _plural_args(n: int) -> str:
     """``1 path``, ``3 paths``."""
     return f"{n} path" + ("" if n == 1 else "s")
 
