@@ -425,3 +425,17 @@ def test_a_log_that_cannot_be_read_is_a_located_error_not_an_oserror(tmp_path: P
                 convert_segment(segment, out, ConvertOptions(magic=magic, codec=Codec.GZIP))
             assert e.value.path == str(src) and "No such file" in str(e.value)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_index_fields_read_what_the_walk_reads() -> None:
+    """The header fields the output's indexes are built from, for every entry of every fixture
+    (v0, v1, wrappers, v2, control, empty): the walk's Batch says the same."""
+    from kafkatool.convert.segment import index_fields
+    from kafkatool.segment.walk import SegmentWalker
+
+    seen = set()
+    for log in sorted(FIXTURES.glob("*/*.log")):
+        for batch, data in SegmentWalker(str(log)):
+            assert index_fields(bytes(data)) == (batch.offset, batch.last_offset, batch.max_timestamp)
+            seen.add(batch.magic)
+    assert seen == {0, 1, 2}

@@ -35,13 +35,13 @@ What happens to each side file (:class:`SideFile`):
 from __future__ import annotations
 
 import os
+import struct
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from kafkatool.convert.options import ConvertOptions, Loss
 from kafkatool.errors import InvalidRecordError, KafkaToolError
-from kafkatool.record.layout import INT32_MAX
-from kafkatool.record.batch import batch_from_header
+from kafkatool.record.layout import INT32_MAX, LEGACY_V1_TIMESTAMP, MAGIC_OFFSET, V2
 from kafkatool.safety.durable import TEMP_SUFFIX, fsync_dir, fsync_fd, take_owner, write_all, write_error
 from kafkatool.segment import files as names
 from kafkatool.segment.index import DEFAULT_INDEX_INTERVAL_BYTES, IndexAppendError, IndexBuilder
@@ -58,6 +58,7 @@ __all__ = [
     "WRITE_BUFFER",
     "convert_segment",
     "copy_file",
+    "index_fields",
     "needs_aborted",
     "snapshot_decision",
     "txnindex_decision",
@@ -249,6 +250,31 @@ def copy_file(src: str, path: str, *, like_owner: bool = False) -> int:
 
 # ----------------------------------------------------------------------------- the segment
 
+_V2_INDEX_FIELDS = struct.Struct(
+    ">"
+    "q"  # baseOffset (§4.1)
+    f"{V2.LAST_OFFSET_DELTA - 8}x"
+    "i"  # lastOffsetDelta
+    f"{V2.MAX_TIMESTAMP - V2.LAST_OFFSET_DELTA - 4}x"
+    "q"  # maxTimestamp
+)
+_I64 = struct.Struct(">q")
+
+
+def index_fields(entry: bytes) -> tuple[int, int, int]:
+    """``(first offset, last offset, max timestamp)`` of one whole output entry, as recovery reads
+    its header (§12.2: ``batch.lastOffset``, ``batch.maxTimestamp``): a v2 batch's base offset,
+    base + lastOffsetDelta and maxTimestamp; a legacy entry's offset (a wrapper's: its last inner
+    one) twice and its v1 timestamp (v0: -1). What :func:`kafkatool.record.batch.batch_from_header`
+    gives, without building a Batch or a CRC: the entry was just encoded."""
+    magic = entry[MAGIC_OFFSET]
+    if 2 <= magic < 128:
+        base, delta, max_timestamp = _V2_INDEX_FIELDS.unpack_from(entry)
+        return base, base + delta, max_timestamp
+    (offset,) = _I64.unpack_from(entry)
+    return offset, offset, _I64.unpack_from(entry, LEGACY_V1_TIMESTAMP)[0] if magic == 1 else -1
+
+
 
 class OffsetGuard:
     """The converter, behind a check of every entry's offsets before it is fed (one rule for the
@@ -363,12 +389,11 @@ def _write_segment(segment: Segment, out_dir: str, options: ConvertOptions, conv
     try:
         for entry in converted_entries(segment, converter, options, loss, progress=progress):
             size = len(entry)
-            header = batch_from_header(memoryview(entry), 0, position, size, 0)  # CRC not needed: we wrote it
+            first, last, max_timestamp = index_fields(entry)
             try:
-                builder.add_batch(position, size, header.last_offset, header.max_timestamp)
+                builder.add_batch(position, size, last, max_timestamp)
             except IndexAppendError as e:
-                first = header.offset  # v2: the base offset; legacy: the message's (a wrapper's last inner) offset
-                what = f"offset {first}" if first == header.last_offset else f"offsets {first}-{header.last_offset}"
+                what = f"offset {first}" if first == last else f"offsets {first}-{last}"
                 raise KafkaToolError(
                     f"the converted entry of {what} cannot be indexed "
                     f"({e.message}); recovery would refuse this segment too",
