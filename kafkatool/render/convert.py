@@ -90,17 +90,17 @@ def side_file_object(f) -> dict:
 
 def side_file_lines(files: Iterable, seen: dict | None = None) -> list[str]:
     """Side-file decisions as text, an action word in a 9-character column as in
-    :mod:`kafkatool.render.plans`: ``rebuilt`` and ``copied`` files with the same reason share a
-    line (every segment's ``.index`` is rebuilt); a ``dropped`` or ``not copied`` file gets a line
-    of its own, with its reason. With ``seen`` (the ``(action, reason)`` pairs already printed in
+    :mod:`kafkatool.render.plans`: ``rebuilt``, ``copied`` and ``not copied`` files with the same
+    reason share a line (every segment's ``.index`` is rebuilt); a ``dropped`` file gets a line of
+    its own, with its reason. With ``seen`` (the ``(action, reason)`` pairs already printed in
     this report, each with the first file it was printed for; updated here), a reason is printed
-    once: a later rebuilt or copied line leaves it out, a later dropped line says ``as for <that
-    file> above``."""
+    once: a later shared line leaves it out, a later dropped line says ``as for <that file>
+    above``."""
     seen = {} if seen is None else seen
     lines: list[str] = []
     grouped: dict[tuple[str, str], list[str]] = {}
     for f in files:
-        if f.action in ("rebuilt", "copied"):
+        if f.action in ("rebuilt", "copied", "not copied"):
             grouped.setdefault((f.action, f.reason), []).append(f.name)
         else:
             first = seen.setdefault((f.action, f.reason), f.name)
