@@ -386,12 +386,13 @@ def _write_segment(segment: Segment, out_dir: str, options: ConvertOptions, conv
     position = 0
     batches = 0
     buf = bytearray()
+    add, fields, limit = builder.add_batch, index_fields, WRITE_BUFFER  # one look-up per segment, not per entry
     try:
         for entry in converted_entries(segment, converter, options, loss, progress=progress):
             size = len(entry)
-            first, last, max_timestamp = index_fields(entry)
+            first, last, max_timestamp = fields(entry)
             try:
-                builder.add_batch(position, size, last, max_timestamp)
+                add(position, size, last, max_timestamp)
             except IndexAppendError as e:
                 what = f"offset {first}" if first == last else f"offsets {first}-{last}"
                 raise KafkaToolError(
@@ -402,7 +403,7 @@ def _write_segment(segment: Segment, out_dir: str, options: ConvertOptions, conv
             buf += entry
             position += size
             batches += 1
-            if len(buf) >= WRITE_BUFFER:
+            if len(buf) >= limit:
                 write_all(fd, buf, tmp)
                 buf.clear()
         if buf:
