@@ -557,3 +557,26 @@ def test_rename_into_place_uses_renameat2_noreplace_and_falls_back(tmp_path: Pat
     with pytest.raises(KafkaToolError) as e:
         convert_to_dest(plan_convert(str(FIXTURES / "v2-gzip-0"), str(tmp_path / "d4"), ConvertOptions(magic=2)))
     assert e.value.kind == "refused" and listing(tmp_path / "d4") == ["theirs"] and no_temp_dirs(tmp_path)
+
+
+def test_directories_that_only_look_like_partitions_are_not_kafka(tmp_path: Path) -> None:
+    """/etc holds dbus-1 and polkit-1: partition-named dirs without a Kafka file, in a directory with
+    no meta.properties or offset checkpoint. Not a log dir, not partitions (as stats and verify say)."""
+    etc = tmp_path / "etc"
+    (etc / "dbus-1").mkdir(parents=True)
+    (etc / "dbus-1" / "system.conf").write_text("<busconfig/>")
+    (etc / "polkit-1").mkdir()
+    _refused(etc, tmp_path / "dest", match="not a segment (.log), a partition dir")
+    _refused(etc / "dbus-1", tmp_path / "dest", match="holds no Kafka file")
+    assert not (tmp_path / "dest").exists() and no_temp_dirs(tmp_path)
+    # one real partition beside them: the log dir is that partition; the look-alikes are listed
+    shutil.copytree(FIXTURES / "v2-none-0", etc / "t-0")
+    report = convert_to_dest(plan_convert(str(etc), str(tmp_path / "dest"), ConvertOptions(magic=1)))
+    assert listing(tmp_path / "dest") == ["t-0"]
+    sides = {s.name: s for s in report.side_files}
+    assert sides["dbus-1"].action == sides["polkit-1"].action == "not copied"
+    assert "holds no Kafka file" in sides["dbus-1"].reason
+    # with meta.properties it is a log dir: every partition-named dir is a partition (an empty one too)
+    (etc / "meta.properties").write_text("version=1\n")
+    plan = plan_convert(str(etc), str(tmp_path / "dest2"), ConvertOptions(magic=1))
+    assert [os.path.basename(p.path) for p in plan.partitions] == ["dbus-1", "polkit-1", "t-0"]

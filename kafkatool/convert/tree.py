@@ -297,6 +297,17 @@ _METADATA_BELOW_V2 = ("the KRaft metadata log (__cluster_metadata) is not conver
                       "reads only v2 batches and needs its control records")
 
 
+_LOG_DIR_MARKERS = frozenset({FileKind.META_PROPERTIES, FileKind.OFFSET_CHECKPOINT})
+_PARTITION_FILES = frozenset({FileKind.LOG, FileKind.INDEX, FileKind.TIMEINDEX, FileKind.TXNINDEX,
+                              FileKind.PRODUCER_SNAPSHOT, FileKind.LEADER_EPOCH_CHECKPOINT,
+                              FileKind.PARTITION_METADATA})
+
+
+def _holds_partition_files(partition: Partition) -> bool:
+    """Whether a partition-named dir holds a file only a Kafka partition dir has."""
+    return any(e.kind in _PARTITION_FILES for e in partition.listing())
+
+
 def _is_metadata(partition: Partition) -> bool:
     return partition.topic == METADATA_TOPIC
 
@@ -320,16 +331,28 @@ def plan_convert(src: str, dest: str | None, options: ConvertOptions) -> Convert
             partition = Partition(src_dir)
             if _is_metadata(partition) and options.magic < 2:
                 raise _refused(_METADATA_BELOW_V2, src)
+            try:
+                kafka_files = _holds_partition_files(partition)
+            except DirectoryError as e:
+                raise _refused(f"SRC cannot be listed ({e.message})", src) from None
+            if not kafka_files:
+                raise _refused("SRC is named like a partition dir but holds no Kafka file (no segment, "
+                               "leader-epoch-checkpoint, partition.metadata or producer snapshot)", src)
             partitions = [partition]
         else:
             log_dir = LogDir(src)
             try:
                 found = log_dir.partitions()
                 listing = log_dir.listing()
+                if not any(e.kind in _LOG_DIR_MARKERS and e.is_file for e in listing):
+                    # not marked as a log dir: only partition-named dirs holding Kafka files count
+                    # (/etc's dbus-1 is no partition; stats and verify judge it the same way)
+                    found = [p for p in found if _holds_partition_files(p)]
             except DirectoryError as e:
                 raise _refused(f"SRC cannot be listed ({e.message})", src) from None
-            if not found and not any(e.kind is FileKind.META_PROPERTIES for e in listing):
-                raise _refused("SRC is not a segment (.log), a partition dir (<topic>-<partition>) or a log dir", src)
+            if not found and not any(e.kind in _LOG_DIR_MARKERS and e.is_file for e in listing):
+                raise _refused("SRC is not a segment (.log), a partition dir (<topic>-<partition>) or a log dir "
+                               "(no meta.properties or offset checkpoint, no partition dir holding Kafka files)", src)
             kind = "log_dir"
             partitions = [p for p in found if p.state is None and (options.magic == 2 or not _is_metadata(p))]
         try:
@@ -536,6 +559,9 @@ def _build_log_dir(plan: ConvertPlan, tmp: str, progress: Progress | None) -> tu
             sides.append(SideFile(e.name, "copied", why))
         elif e.is_file and e.kind is FileKind.CLEAN_SHUTDOWN:
             clean_marker = e
+        elif parsed is not None:  # a live partition name that plan_convert did not take
+            sides.append(SideFile(e.name, "not copied", "named like a partition dir but holds no Kafka file, in a "
+                                                        "directory without meta.properties or offset checkpoints"))
         elif e.kind is FileKind.LOCK:
             sides.append(SideFile(e.name, "not copied", "the broker creates and locks it at start (§11.5)"))
         else:
