@@ -172,27 +172,32 @@ def iter_legacy_record_chunks(
     inner_compressed = False
     try:
         stream = StreamBuffer(iter_decompress(codec, value, magic=magic, max_output=max_decompressed))
-        for buf, pos, base in _inner_messages(stream, value_start):
-            try:
-                if kept is not None:
-                    entry = decode_message(buf, pos, len(buf))
-                    if n >= KEEP_INNER_MESSAGES or base + pos >= KEEP_INNER_BYTES:
-                        kept = None
-                    else:
+        for entries, first_pos, base in _inner_entries(stream, value_start):
+            if not entries:
+                continue
+            if kept is not None:
+                last_start = first_pos
+                if n + len(entries) <= KEEP_INNER_MESSAGES:
+                    last = entries[-1]
+                    # where the last of them starts: the next position minus its length
+                    last_start = stream.pos - LOG_OVERHEAD - last[1]
+                if n + len(entries) <= KEEP_INNER_MESSAGES and base + last_start < KEEP_INNER_BYTES:
+                    kept += entries
+                else:  # the first one past a limit is not kept, nor anything after it
+                    p = first_pos
+                    for k, entry in enumerate(entries):
+                        if n + k >= KEEP_INNER_MESSAGES or base + p >= KEEP_INNER_BYTES:
+                            kept = None
+                            break
                         kept.append(entry)
-                else:  # only what pass 1 needs: the checks, the offset, the attributes
-                    entry = _parse_message(buf, pos, len(buf))
-            except (InvalidRecordError, CorruptRecordError) as e:
-                stream.drain()
-                raise type(e)(
-                    f"{e.message} (inner message at byte {base + e.position} of the decompressed wrapper)",
-                    position=value_start,
-                    kind=e.kind if isinstance(e, CompressionError) else "invalid_wrapper",
-                ) from None
-            n += 1
-            last_rel = entry[0]
-            if entry[4] & CODEC_MASK:  # attributes
-                inner_compressed = True
+                        p += LOG_OVERHEAD + entry[1]
+            n += len(entries)
+            last_rel = entries[-1][0]
+            if not inner_compressed:
+                for entry in entries:
+                    if entry[4] & CODEC_MASK:  # attributes
+                        inner_compressed = True
+                        break
     except CompressionError as e:
         raise type(e)(e.message, position=value_start) from None
     if not n:
@@ -214,25 +219,83 @@ def iter_legacy_record_chunks(
     # pass 2: the records
     wrapper_lat = magic == 1 and bool(attrs & LEGACY_TIMESTAMP_TYPE_BIT)
     if kept is not None:
-        entries: Iterable = kept
+        groups: Iterable = (kept,)
     else:
         stream = StreamBuffer(iter_decompress(codec, value, magic=magic, max_output=max_decompressed))
-        entries = (decode_message(buf, pos, len(buf)) for buf, pos, _base in _inner_messages(stream, value_start))
+        groups = (entries for entries, _p, _b in _inner_entries(stream, value_start))
+    new = tuple.__new__
+    R = Record
+    rel = base_offset if magic == 1 else 0
     out: list[Record] = []
-    for ioff, _isize, icrc, imagic, iattrs, its, ikey, ivalue, ivalid in entries:
-        abs_off = base_offset + ioff if magic == 1 else ioff
-        if imagic == 0:
-            rts = -1
-        elif wrapper_lat:
-            rts = ts
+    for entries in groups:
+        if wrapper_lat:
+            out += [new(R, (rel + o, -1 if im == 0 else ts, k, v, (), -1, a, c, ok, im)) for (o, _s, c, im, a, _t, k, v, ok) in entries]
         else:
-            rts = its
-        out.append(Record(abs_off, rts, ikey, ivalue, (), -1, iattrs, icrc, ivalid, imagic))
-        if len(out) >= chunk_records:
-            yield out
-            out = []
+            out += [new(R, (rel + o, -1 if im == 0 else t, k, v, (), -1, a, c, ok, im)) for (o, _s, c, im, a, t, k, v, ok) in entries]
+        while len(out) >= chunk_records:
+            yield out[:chunk_records]
+            del out[:chunk_records]
     if out:
         yield out
+
+
+#: Inner messages decoded per call of the compiled decoder (the tuples of one call are held at once).
+INNER_LIMIT = 4096
+
+
+def _inner_entries(w: StreamBuffer, value_start: int) -> Iterator[tuple[list, int, int]]:
+    """``(entries, first_pos, base)`` for the complete inner messages of a wrapper's
+    decompressed stream, in groups: each entry is what :func:`decode_message` returns, the
+    first one starts at ``first_pos`` of the buffer whose byte 0 is byte ``base`` of the
+    stream; after a group ``w.pos`` is where the next message starts. A truncated trailing
+    message is dropped, as Kafka does (§5.2 step 4); an error is raised as the message-by-
+    message loop raised it (after the stream is drained)."""
+    if _fast_inner is None:
+        for buf, pos, base in _inner_messages(w, value_start):
+            try:
+                entry = decode_message(buf, pos, len(buf))
+            except (InvalidRecordError, CorruptRecordError) as e:
+                w.drain()
+                raise type(e)(
+                    f"{e.message} (inner message at byte {base + e.position} of the decompressed wrapper)",
+                    position=value_start,
+                    kind=e.kind if isinstance(e, CompressionError) else "invalid_wrapper",
+                ) from None
+            w.pos = pos + LOG_OVERHEAD + entry[1]
+            yield [entry], pos, base
+        return
+    while True:
+        buf = w.buf
+        first = w.pos
+        try:
+            entries, w.pos, status = _fast_inner(buf, first, len(buf), INNER_LIMIT)
+        except (InvalidRecordError, CorruptRecordError) as e:
+            w.drain()
+            raise type(e)(
+                f"{e.message} (inner message at byte {w.base + e.position} of the decompressed wrapper)",
+                position=value_start,
+                kind=e.kind if isinstance(e, CompressionError) else "invalid_wrapper",
+            ) from None
+        yield entries, first, w.base
+        if status == _INNER_LIMIT:
+            continue
+        if status == _INNER_BAD_SIZE:
+            w.drain()  # a failing stream is reported first, as a whole decompression would
+            raise CorruptRecordError(
+                f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0}) (inner message at byte {w.base + w.pos} of the decompressed wrapper)",
+                position=value_start,
+                kind="invalid_wrapper",
+            )
+        if w.final:
+            return  # fewer than 12 bytes, or a truncated message, left: dropped
+        w.read_more()
+
+
+from kafkatool.record.speedups import functions as _compiled  # noqa: E402  (the extension, unless not built or switched off)
+
+(_fast_inner,) = _compiled("decode_legacy_inner")
+_INNER_BAD_SIZE = 1
+_INNER_LIMIT = 2
 
 
 def _inner_messages(w: StreamBuffer, value_start: int) -> Iterator[tuple[bytearray | bytes, int, int]]:
