@@ -2,6 +2,12 @@
 directory (spec §13), planned first (:func:`plan_convert`, reads only), optionally analysed
 (:func:`analyze`, the dry pass ``--strict`` asks first), then built (:func:`convert_to_dest`).
 
+**SRC.** A ``<20-digit base offset>.log``, a partition dir (named ``<topic>-<partition>``, or a
+symbolic link to one under any name) holding a Kafka file, or a log dir: a directory with
+``meta.properties`` or an offset checkpoint, else one with a partition-named dir holding Kafka
+files (so ``/etc``, whose ``dbus-1`` only looks like a partition, is refused as ``stats`` and
+``verify`` judge it). Anything else is refused (kind ``refused``).
+
 **DEST.** Refused (``KafkaToolError`` of kind ``refused``, exit 2) before anything is written when
 it exists and is not an empty directory (or is a symbolic link: the rename would replace the link,
 not fill what it points at), when its parent directory does not exist, when DEST lies inside SRC or
