@@ -11,6 +11,10 @@ the indexes are what ``kafkatool reindex`` writes for the new ``.log``, without 
 file is fsynced and renamed to its name; the directory is fsynced last. Memory: one source batch
 (the walk's), the converter's pending output and the write buffer.
 
+Before the converter sees an entry, :class:`OffsetGuard` checks its offsets as recovery and the
+index would (within 2^31-1 of the segment's base, after the previous entry's): an entry that fails
+is damage located at its source position, so the dry and the real run refuse the same segments.
+
 With ``out_dir=None`` nothing is written: a dry converter counts the losses exactly as a real run
 would (what ``--strict`` and the in-place plans ask first).
 
@@ -339,8 +343,9 @@ def convert_segment(
     also takes its source file's owner where permitted (the mode always follows the source file).
 
     Raises the located :class:`~kafkatool.errors.KafkaToolError` of the first bad entry the damage
-    policy does not convert around, or of a batch the offset/time index refuses (offsets that
-    recovery would refuse too, §8.3); the temp file is removed, nothing is left under a final name.
+    policy does not convert around (offsets :class:`OffsetGuard` refuses included), or, as a last
+    guard, of an output entry the offset/time index refuses (kind ``index_append``, §8.3); the temp
+    file is removed, nothing is left under a final name.
     """
     from kafkatool.convert.rules import BatchConverter
     from kafkatool.convert.source import converted_entries
