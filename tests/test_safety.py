@@ -624,3 +624,16 @@ def test_a_read_only_backup_location_is_an_error_naming_it(tmp_path: Path) -> No
         assert files_of(part) == original
     finally:
         subprocess.run(["umount", "-l", str(ro)], capture_output=True)
+
+
+def test_a_lock_file_that_cannot_be_opened_is_a_located_repair_error(tmp_path: Path) -> None:
+    """A .lock that cannot be opened read-write (here a directory; a read-only file system is
+    the same path) is refused with the lock file named, not an OSError traceback."""
+    from kafkatool.safety.durable import RepairError
+    from kafkatool.safety.lock import LogDirLock
+
+    (tmp_path / ".lock").mkdir()
+    with pytest.raises(RepairError) as e:
+        LogDirLock(str(tmp_path)).acquire()
+    assert e.value.path == str(tmp_path / ".lock")
+    assert "cannot open the lock file to lock it: Is a directory" in str(e.value)

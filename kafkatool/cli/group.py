@@ -19,7 +19,7 @@ __all__ = ["cli", "version_line"]
 
 def version_line() -> str:
     """``kafkatool 0.1.0 (compiled accelerator: yes)``, or ``no, <why>`` (not built, or switched off
-    with ``KAFKATOOL_PURE_PYTHON``): what a bug report or a slow run needs to know first."""
+    with ``KAFKATOOL_PURE=1``): what a bug report or a slow run needs to know first."""
     import platform
 
     from kafkatool.record.speedups import status
@@ -58,11 +58,11 @@ class _Group(click.Group):
     is_eager=True,
     callback=_print_version,
     help="Show the version, whether the compiled accelerator is in use (and why not), and exit. "
-    "KAFKATOOL_PURE_PYTHON=1 in the environment switches the accelerator off.",
+    "KAFKATOOL_PURE=1 in the environment switches the accelerator off.",
 )
 def cli() -> None:
-    """Offline tools for Apache Kafka log directories: dump, verify, reindex, truncate and restore
-    segments without a JVM and without a running broker.
+    """Offline tools for Apache Kafka log directories: dump, verify, stats, reindex, truncate,
+    restore and convert segments without a JVM and without a running broker.
 
     Step-by-step procedures for damaged log dirs: `man kafkatool-runbooks`."""
 

@@ -18,7 +18,7 @@ class ExitCode(IntEnum):
 
     OK = 0
     FINDINGS = 1
-    """dump: a file could not be fully dumped; verify: findings; reindex, truncate and restore dry runs: changes needed."""
+    """dump: a file could not be fully dumped; verify: findings; reindex, truncate, restore and convert --in-place dry runs: changes needed; convert: a loss under --strict or a damaged entry."""
     USAGE = 2
     """Bad usage, a refusal, or an I/O error before any work."""
     INTERNAL = 3

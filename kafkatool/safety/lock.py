@@ -122,13 +122,16 @@ class LogDirLock:
         if self.force or self._fd is not None:
             return
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
-        except FileNotFoundError:
             try:
-                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-                self.created = True
-            except FileExistsError:  # a broker created it just now: test it like any other
                 fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            except FileNotFoundError:
+                try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                    self.created = True
+                except FileExistsError:  # a broker created it just now: test it like any other
+                    fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+        except OSError as e:  # a read-only file system or .lock, a .lock that is a dir, ...
+            raise RepairError(f"cannot open the lock file to lock it: {e.strerror}", path=self.path) from None
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
         if key in _HELD:  # another LogDirLock of this process holds it: share it (closing fd would drop it)
