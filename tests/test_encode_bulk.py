@@ -399,3 +399,115 @@ def test_decode_legacy_inner_arguments() -> None:
         _speedups.decode_legacy_inner(b"x" * 20, 0, 21, 10)
     with pytest.raises(TypeError):
         _speedups.decode_legacy_inner(b"", 0, 0)
+
+
+# --------------------------------------------------------------------------- legacy_wrapper_as_v2
+
+
+def slow_wrapper_as_v2(entry: bytes):
+    """The general path: kafkatool's legacy reader, then v2_records over its records."""
+    from kafkatool.record.legacy import decode_legacy_header
+    from kafkatool.record.records import batch_record_chunks
+
+    batch = decode_legacy_header(entry)
+    records = [r for chunk in batch_record_chunks(batch, entry) for r in chunk]
+    if any(r.crc_valid is False for r in records):
+        return "inner crc"
+    lat = batch.max_timestamp if batch.magic == 1 and batch.attributes & 0x08 else None
+    body = encode.py_v2_records(records, records[0].offset, records[0].timestamp, headers=False)
+    mts = lat if lat is not None else max(r.timestamp for r in records)
+    return (body, len(records), records[0].offset, records[-1].offset, records[0].timestamp, mts, lat)
+
+
+def kafka_python_wrapper(records: list[RecordSpec], magic: int, codec: int, *, offset: int, timestamp: int = 0,
+                         attributes: int | None = None) -> bytes:
+    """A wrapper built by kafka-python (inner messages and compression), then given its offset,
+    timestamp and attributes with kafkatool's legacy_wrapper (the value kept as kafka-python made it)."""
+    if magic == 0 and codec == 3:  # kafka-python's v0 lz4 needs xxhash: its messages, kafkatool's lz4 (magic 0 quirk)
+        from kafkatool.record.compression import compress
+
+        value = compress(3, kafka_python_legacy(records, 0), magic=0)
+    else:
+        b = LegacyRecordBatchBuilder(magic, codec, BIG)
+        first = records[0].offset
+        for r in records:
+            b.append(r.offset - first if magic else r.offset, r.timestamp if magic else None, r.key, r.value)
+        value = bytes(b.build())[34 if magic else 26 :]
+    return encode.legacy_wrapper(value, magic=magic, offset=offset, timestamp=timestamp,
+                                 attributes=codec if attributes is None else attributes)
+
+
+fast_wrapper = pytest.mark.skipif(encode._c_inner_to_v2 is None, reason="the C extension is not built or switched off")
+
+
+@fast_wrapper
+@pytest.mark.parametrize("codec", [1, 2, 3])
+@pytest.mark.parametrize("magic", [0, 1])
+@pytest.mark.parametrize("lat", [False, True])
+def test_legacy_wrapper_as_v2_is_the_general_path(codec: int, magic: int, lat: bool) -> None:
+    recs = [r for r in LEGACY_RECORDS if len(r.value or b"") < 1 << 20]  # the 1 MiB value: over the fast path's limit
+    wrapper_offset = recs[-1].offset if magic else 0
+    entry = kafka_python_wrapper(recs, magic, codec, offset=wrapper_offset, timestamp=T0 + 5,
+                                 attributes=codec | (0x08 if lat else 0))
+    fast = encode.legacy_wrapper_as_v2(entry, max_decompressed=1 << 30)
+    assert fast is not None
+    assert fast == slow_wrapper_as_v2(entry)
+    # and aiokafka reads the v2 batch it makes: offsets, timestamps, keys, values of the source
+    body, count, base, last, bts, mts, lat_ts = fast
+    v2 = encode.v2_batch(body, base_offset=base, last_offset_delta=last - base, base_timestamp=bts, max_timestamp=mts,
+                         attributes=0, producer_id=-1, producer_epoch=-1, base_sequence=-1, partition_leader_epoch=-1,
+                         count=count)
+    got = [(r.offset, r.timestamp, r.key, r.value) for r in AioDefaultRecordBatch(v2)]
+    want_ts = [(-1 if magic == 0 else (T0 + 5 if lat else r.timestamp)) for r in recs]
+    assert got == [(r.offset, t, r.key, r.value) for r, t in zip(recs, want_ts)]
+
+
+@fast_wrapper
+def test_legacy_wrapper_as_v2_leaves_the_unusual_to_the_general_path() -> None:
+    recs = LEGACY_RECORDS[:3]
+    good = kafka_python_wrapper(recs, 1, 1, offset=recs[-1].offset)
+    assert encode.legacy_wrapper_as_v2(good, max_decompressed=1 << 30) is not None
+    assert encode.legacy_wrapper_as_v2(good, max_decompressed=100) is None  # over the bomb guard
+    # a v1 wrapper offset below the last inner (relative) offset: the reader's error, not ours
+    assert encode.legacy_wrapper_as_v2(kafka_python_wrapper(recs, 1, 1, offset=1), max_decompressed=1 << 30) is None
+    # an inner CRC that fails: refused (inner_crc_mismatch) or salvaged by the converter
+    inner = bytearray(kafka_python_legacy(recs, 1, relative=True))
+    inner[-1] ^= 0xFF
+    from kafkatool.record.compression import compress
+
+    bad = encode.legacy_wrapper(compress(1, bytes(inner), magic=1), magic=1, offset=recs[-1].offset, timestamp=0, attributes=1)
+    assert encode.legacy_wrapper_as_v2(bad, max_decompressed=1 << 30) is None
+    assert slow_wrapper_as_v2(bad) == "inner crc"
+    # a truncated trailing inner message (Kafka drops it): left to the general path too
+    cut = encode.legacy_wrapper(compress(1, bytes(inner[:-3]), magic=1), magic=1, offset=5, timestamp=0, attributes=1)
+    assert encode.legacy_wrapper_as_v2(cut, max_decompressed=1 << 30) is None
+    # an uncompressed message, a zstd "wrapper", garbage: None
+    assert encode.legacy_wrapper_as_v2(kafka_python_legacy(recs[:1], 1), max_decompressed=1 << 30) is None
+    assert encode.legacy_wrapper_as_v2(b"\x00" * 40, max_decompressed=1 << 30) is None
+    assert encode.legacy_wrapper_as_v2(b"", max_decompressed=1 << 30) is None
+
+
+@fast_wrapper
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from([0, 1]), keys, keys, st.integers(-(2**40), 2**40)), min_size=1, max_size=6),
+       st.sampled_from([0, 1]), st.sampled_from([1, 2, 3]), st.integers(0, 2**40), st.booleans(),
+       st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=2))
+def test_legacy_wrapper_as_v2_equals_the_general_path(messages, magic, codec, wrapper_offset, lat, damage) -> None:
+    from kafkatool.record.compression import compress
+
+    inner = bytearray()
+    for i, (imagic, key, value, ts) in enumerate(messages):
+        inner += encode.py_legacy_messages([RecordSpec(i * 3, ts, key, value)], imagic)
+    for at, byte in damage:
+        inner[at % len(inner)] = byte
+    entry = encode.legacy_wrapper(compress(codec, bytes(inner), magic=magic), magic=magic, offset=wrapper_offset,
+                                  timestamp=7, attributes=codec | (0x08 if lat else 0))
+    fast = encode.legacy_wrapper_as_v2(entry, max_decompressed=1 << 30)
+    try:
+        slow = slow_wrapper_as_v2(entry)
+    except KafkaToolError:
+        slow = "error"
+    if fast is not None:
+        assert fast == slow
+    elif not damage:
+        assert slow == "error" or (magic == 1 and wrapper_offset and wrapper_offset < 3 * (len(messages) - 1))

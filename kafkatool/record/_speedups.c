@@ -3003,6 +3003,189 @@ done:
     return result;
 }
 
+/* ==================================================================== legacy wrapper -> v2 records */
+
+PyDoc_STRVAR(legacy_inner_to_v2_doc,
+"legacy_inner_to_v2(inner, wrapper_magic, wrapper_offset, log_append_time)\n--\n\n"
+"A legacy wrapper's decompressed inner messages (``inner``, all of them) as the records\n"
+"section of one v2 batch, without a Python object per record: the records\n"
+"kafkatool.record.legacy.iter_legacy_record_chunks yields for the wrapper (absolute\n"
+"offsets: v1 inner offsets relative to the wrapper's, spec 5.2; timestamps: -1 for a v0\n"
+"message, ``log_append_time`` when it is not None, else the message's own), encoded as\n"
+"kafkatool.record.encode.v2_records(records, first offset, first timestamp,\n"
+"headers=False) encodes them. Returns ``(body, count, base_offset, last_offset,\n"
+"base_timestamp, max_timestamp)``, or None for anything out of the ordinary (no message,\n"
+"a size below 14 or a message cut short, an unknown magic, a key or value past its\n"
+"message, an inner CRC-32 that does not match, a compressed inner message, a v1 wrapper\n"
+"offset below the last inner one, an offset or timestamp delta out of range): the\n"
+"caller then takes the general path, which raises or handles it.");
+
+static PyObject *
+legacy_inner_to_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    Py_buffer view;
+    const uint8_t *buf;
+    Py_ssize_t len, p, n = 0, total = 0;
+    long wmagic;
+    int64_t woffset, lat = 0, last_rel = 0, base_offset = 0;
+    int64_t first_off = 0, first_ts = 0, max_ts = INT64_MIN, last_off = 0;
+    int have_lat, pass;
+    struct obuf o = {NULL, NULL, 0, 0};
+    PyObject *result = NULL;
+
+    if (nargs != 4) {
+        PyErr_Format(PyExc_TypeError, "legacy_inner_to_v2() takes 4 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    wmagic = PyLong_AsLong(args[1]);
+    if (wmagic == -1 && PyErr_Occurred())
+        return NULL;
+    if (as_int64(args[2], &woffset) < 0)
+        return NULL;
+    have_lat = args[3] != Py_None;
+    if (have_lat && as_int64(args[3], &lat) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (!crc32_ready)
+        crc32_init_tables();
+    buf = (const uint8_t *)view.buf;
+    len = view.len;
+
+    /* pass 0: every message checked, the count, the last relative offset, the output size;
+     * pass 1: the records written */
+    for (pass = 0; pass < 2; pass++) {
+        p = 0;
+        while (p < len) {
+            int32_t size, kl, vl;
+            int magic;
+            int64_t off, ts, abs_off;
+            Py_ssize_t msg_end, i, kpos, vpos;
+
+            if (len - p < 12)
+                goto unusual;
+            size = be32(buf + p + 8);
+            if (size < 14 || (Py_ssize_t)size > len - p - 12)
+                goto unusual;
+            msg_end = p + 12 + size;
+            magic = (int8_t)buf[p + 16];
+            if ((magic != 0 && magic != 1) || (buf[p + 17] & 7))
+                goto unusual;
+            off = be64(buf + p);
+            i = p + 18;
+            ts = -1;
+            if (magic == 1) {
+                ts = be64(buf + i);
+                i += 8;
+            }
+            if (i + 4 > msg_end)
+                goto unusual;
+            kl = be32(buf + i);
+            i += 4;
+            kpos = i;
+            if (kl > 0) {
+                if (i + kl > msg_end)
+                    goto unusual;
+                i += kl;
+            }
+            if (i + 4 > msg_end)
+                goto unusual;
+            vl = be32(buf + i);
+            i += 4;
+            vpos = i;
+            if (vl >= 0 && i + vl > msg_end)
+                goto unusual;
+            if (pass == 0) {
+                if (crc32_update(0, buf + p + 16, (size_t)(msg_end - p - 16)) != be32u(buf + p + 12))
+                    goto unusual;
+                last_rel = off;
+                n++;
+                p = msg_end;
+                continue;
+            }
+            /* pass 1: the record as iter_legacy_record_chunks yields it, then v2-encoded */
+            if (wmagic == 1) {
+                if (__builtin_add_overflow(base_offset, off, &abs_off))
+                    goto unusual;
+            }
+            else
+                abs_off = off;
+            if (magic == 0)
+                ts = -1;
+            else if (have_lat)
+                ts = lat;
+            if (n == 0) {
+                first_off = abs_off;
+                first_ts = ts;
+            }
+            if (ts > max_ts)
+                max_ts = ts;
+            last_off = abs_off;
+            n++;
+            {
+                uint64_t tsz, odz, klz = zz32((uint64_t)(int64_t)(kl < 0 ? -1 : kl));
+                uint64_t vlz = zz32((uint64_t)(int64_t)(vl < 0 ? -1 : vl));
+                Py_ssize_t body, kbytes = kl > 0 ? kl : 0, vbytes = vl > 0 ? vl : 0;
+                char *w;
+                if (zz64_diff(ts, first_ts, &tsz) < 0) {
+                    PyErr_Clear();
+                    goto unusual;
+                }
+                odz = zz32((uint64_t)abs_off - (uint64_t)first_off);
+                body = 1 + uvarint_size(tsz) + uvarint_size(odz) + uvarint_size(klz) + kbytes + uvarint_size(vlz) +
+                       vbytes + 1;
+                w = ob_reserve(&o, body + 10);
+                if (w == NULL)
+                    goto fail;
+                w = put_uvarint(w, zz32((uint64_t)body));
+                *w++ = 0;
+                w = put_uvarint(w, tsz);
+                w = put_uvarint(w, odz);
+                w = put_uvarint(w, klz);
+                memcpy(w, buf + kpos, (size_t)kbytes);
+                w += kbytes;
+                w = put_uvarint(w, vlz);
+                memcpy(w, buf + vpos, (size_t)vbytes);
+                w += vbytes;
+                *w++ = 0; /* no headers */
+                o.len = w - o.p;
+            }
+            p = msg_end;
+        }
+        if (pass == 0) {
+            if (n == 0)
+                goto unusual;
+            if (wmagic == 1 && woffset != 0) {
+                if (woffset < last_rel)
+                    goto unusual;
+                base_offset = woffset - last_rel;
+            }
+            total = n;
+            n = 0;
+            if (ob_init(&o, len + total * 4) < 0)
+                goto fail;
+        }
+    }
+    if (have_lat)
+        max_ts = lat;
+    if (ob_finish(&o) == NULL) {
+        o.bytes = NULL;
+        goto fail;
+    }
+    result = Py_BuildValue("(NnLLLL)", o.bytes, total, (long long)first_off, (long long)last_off,
+                           (long long)first_ts, (long long)max_ts);
+    PyBuffer_Release(&view);
+    return result;
+unusual:
+    Py_XDECREF(o.bytes);
+    PyBuffer_Release(&view);
+    Py_RETURN_NONE;
+fail:
+    Py_XDECREF(o.bytes);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static PyMethodDef speedups_methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records,
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
@@ -3022,6 +3205,8 @@ static PyMethodDef speedups_methods[] = {
     {"_crc32", (PyCFunction)(void (*)(void))py_crc32, METH_FASTCALL | METH_KEYWORDS, crc32_doc},
     {"decode_legacy_inner", (PyCFunction)(void (*)(void))decode_legacy_inner, METH_FASTCALL,
      decode_legacy_inner_doc},
+    {"legacy_inner_to_v2", (PyCFunction)(void (*)(void))legacy_inner_to_v2, METH_FASTCALL,
+     legacy_inner_to_v2_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -18,12 +18,21 @@ import struct
 import zlib
 from typing import Sequence
 
-from kafkatool.errors import InvalidRecordError
+from kafkatool.errors import KafkaToolError, InvalidRecordError
+from kafkatool.record.compression import Codec, decompress
 from kafkatool.record.crc import crc32c
 from kafkatool.record.layout import LOG_OVERHEAD, V2_CRC_START, V2_HEADER, V2_HEADER_SIZE
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
 
-__all__ = ["v2_records", "legacy_messages", "v2_batch", "legacy_wrapper", "py_v2_records", "py_legacy_messages"]
+__all__ = [
+    "v2_records",
+    "legacy_messages",
+    "v2_batch",
+    "legacy_wrapper",
+    "legacy_wrapper_as_v2",
+    "py_v2_records",
+    "py_legacy_messages",
+]
 
 _U32 = struct.Struct(">I")
 _MSG_V0 = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes (§5.1)
@@ -235,3 +244,43 @@ def legacy_messages(
         except (OverflowError, TypeError):
             pass  # a value out of its field's range, an unusual type: the reference decides
     return py_legacy_messages(records, magic, relative_to=relative_to, timestamp=timestamp, attributes=attributes)
+
+
+_c_inner_to_v2, = _compiled("legacy_inner_to_v2")
+
+#: :func:`legacy_wrapper_as_v2` takes wrappers whose inner messages decompress to at most this
+#: many bytes (what legacy.iter_legacy_record_chunks keeps in memory between its passes too).
+FAST_WRAPPER_INNER_BYTES = 1 << 20
+_FAST_CODECS = (Codec.GZIP, Codec.SNAPPY, Codec.LZ4)
+
+
+def legacy_wrapper_as_v2(data: bytes | memoryview, *, max_decompressed: int) -> tuple | None:
+    """The records of a compressed legacy wrapper (``data``: the whole entry, log overhead
+    included) as one v2 records section, without a Python object per record (the compiled
+    extension): ``(body, count, base_offset, last_offset, base_timestamp, max_timestamp,
+    log_append_time)``, body uncompressed, exactly what
+    ``v2_records(records, records[0].offset, records[0].timestamp, headers=False)`` writes for
+    the records :func:`kafkatool.record.records.batch_record_chunks` yields, with
+    ``log_append_time`` the wrapper's timestamp for a v1 LogAppendTime wrapper, else None.
+
+    None when the extension is not in use, or for anything out of the ordinary (an error of
+    any kind, a zstd or unknown codec, inner messages over :data:`FAST_WRAPPER_INNER_BYTES` or
+    ``max_decompressed``, an inner CRC that fails, a truncated tail...): the caller then takes
+    the general path, which raises or handles it as it always does.
+    """
+    if _c_inner_to_v2 is None:
+        return None
+    from kafkatool.record.layout import CODEC_MASK, LEGACY_TIMESTAMP_TYPE_BIT
+    from kafkatool.record.legacy import decode_message
+
+    try:
+        offset, _size, _crc, magic, attrs, ts, _key, value, _valid = decode_message(data, 0, len(data))
+        codec = attrs & CODEC_MASK
+        if codec not in _FAST_CODECS or value is None:
+            return None
+        inner = decompress(codec, value, magic=magic, max_output=min(max_decompressed, FAST_WRAPPER_INNER_BYTES))
+    except (KafkaToolError, struct.error, ValueError):
+        return None
+    lat = ts if magic == 1 and attrs & LEGACY_TIMESTAMP_TYPE_BIT else None
+    r = _c_inner_to_v2(inner, magic, offset, lat)
+    return None if r is None else (*r, lat)
