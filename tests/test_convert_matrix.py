@@ -149,10 +149,13 @@ def check_segment(out_log: Path, part: str | Path, magic: int, codec: str, *, dr
     # messages uncompressed at the same magic; v1 wrapper timestamp = max inner (CreateTime) or the
     # log-append time, which the inner messages carry too (attributes bit 3)
     if magic < 2:
+        src_bytes = src_path.read_bytes()
+        copied = {src_bytes[x.position : x.position + x.size] for x in o.raw_entries(src_bytes)}
         for e, raw in zip(out, o.raw_entries(buf)):
-            if e.codec == 0:
+            entry = buf[raw.position : raw.position + raw.size]
+            if e.codec == 0 or entry in copied:  # a wrapper kept at its magic and codec is the source's
                 continue
-            inner = o.inner_entries(buf[raw.position : raw.position + raw.size])
+            inner = o.inner_entries(entry)
             offsets = [r.offset for r in e.records]
             assert [x.first_offset for x in inner] == ([x - offsets[0] for x in offsets] if magic == 1 else offsets), where
             assert all(x.magic == magic and x.attributes & 7 == 0 for x in inner), where
@@ -584,7 +587,8 @@ def _mixed_segment(path: Path) -> None:
     """A segment whose entries change magic, timestamp type and codec, written by hand (§5.1) and
     by kafka-python's builder: v1 CreateTime messages 0-9, v1 LogAppendTime messages 10-14 (two
     log-append times: 10-12, 13-14), a v1 gzip wrapper holding 15, 17 and 20 (compaction gaps: inner offsets 0, 2,
-    5), a v0 message 21, a v2 lz4 batch 22-26 with headers, a v1 message 27."""
+    5), a v0 message 21, a v2 lz4 batch 22-26 with headers, a v1 message 27, a LogAppendTime v1 gzip
+    wrapper 28-30 whose inner messages carry CreateTime stamps."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
     out = b"".join(o.legacy_message(i, 1, 0, T0 + 7 * i, b"k%d" % i, b"v%d" % i * (i + 1)) for i in range(10))
@@ -603,6 +607,10 @@ def _mixed_segment(path: Path) -> None:
     struct.pack_into(">q", batch, 0, 22)
     out += bytes(batch)
     out += o.legacy_message(27, 1, 0, T0 + 600, b"last", b"one")
+    # a wrapper the broker stamped LogAppendTime in place: its inner messages keep their CreateTime
+    # stamps, which readers replace with the wrapper's (§5.2)
+    inner = b"".join(o.legacy_message(rel, 1, 0, T0 + 700 + rel, b"i%d" % rel, b"stamped %d" % rel) for rel in range(3))
+    out += o.legacy_wrapper(30, 1, 1, T0 + 5000, inner, log_append=True)
     path.write_bytes(out)
 
 
@@ -614,7 +622,8 @@ def test_mixed_segment(target, tmp_path):
     log = part / "00000000000000000000.log"
     _mixed_segment(log)
     src = o.kp_read(log.read_bytes())
-    assert [r.offset for r in o.all_records(src)] == [*range(15), 15, 17, 20, 21, 22, 23, 24, 25, 26, 27]
+    assert [r.offset for r in o.all_records(src)] == [*range(15), 15, 17, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30]
+    assert [r.timestamp for r in src[-1].records] == [T0 + 5000] * 3
     dest = tmp_path / "out" / "mixed-0"
     dest.parent.mkdir()
     result = convert(part, dest, magic, codec)
@@ -628,15 +637,16 @@ def test_mixed_segment(target, tmp_path):
         # one batch per run (a run ends at a change of magic or timestamp type, and of log-append
         # time: a v2 batch has one), per wrapper, per v2 batch
         assert [[r.offset for r in e.records] for e in out] == [
-            list(range(10)), [10, 11, 12], [13, 14], [15, 17, 20], [21], [22, 23, 24, 25, 26], [27]]
+            list(range(10)), [10, 11, 12], [13, 14], [15, 17, 20], [21], [22, 23, 24, 25, 26], [27], [28, 29, 30]]
+        assert (out[-1].timestamp_type, out[-1].v2["max_timestamp"]) == (o.LOG_APPEND_TIME, T0 + 5000)
         for lat, when in ((out[1], T0 + 999), (out[2], T0 + 1999)):
             assert (lat.timestamp_type, lat.v2["max_timestamp"]) == (o.LOG_APPEND_TIME, when)
         wrapped = out[3]
         assert (wrapped.v2["base_offset"], wrapped.v2["last_offset"], wrapped.v2["count"]) == (15, 20, 3)
         assert [r.timestamp for r in out[4].records] == [-1] and out[4].timestamp_type == o.CREATE_TIME
         if codec == "default":
-            assert [e.codec for e in out] == [0, 0, 0, 1, 0, 3, 0]
-            v2_entry = o.raw_entries(log.read_bytes())[-2]  # the kafka-python batch: same magic and codec
+            assert [e.codec for e in out] == [0, 0, 0, 1, 0, 3, 0, 1]
+            (v2_entry,) = [x for x in o.raw_entries(log.read_bytes()) if x.magic == 2]  # kept at its codec
             v2_bytes = log.read_bytes()[v2_entry.position : v2_entry.position + v2_entry.size]
             assert v2_bytes in out_log.read_bytes(), "a v2 batch kept at its codec is copied unchanged"
     check_clean(dest)
