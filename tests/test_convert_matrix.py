@@ -683,3 +683,51 @@ def test_golden_to_v1(tmp_path):
     loss = o.summary_loss(result.out)
     assert (loss["control_batches_dropped"], loss["control_records_dropped"], loss["headers_dropped"],
             loss["header_count"], loss["producer_fields_dropped"]) == (1, 1, 1, 1, 2)
+
+
+def _compacted_segment(path: Path) -> None:
+    """Two v2 batches as the log cleaner leaves them, built with kafka-python: records at offsets 0,
+    2 and 5 of a batch whose lastOffsetDelta is still 7 (its last records removed), and a gzip batch
+    8-11 holding 9 and 11 only. The header is patched by hand (lastOffsetDelta, CRC-32C: §4.1)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.util import calc_crc32c
+
+    out = b""
+    for base, codec, deltas, last_delta in ((0, 0, (0, 2, 5), 7), (8, 1, (1, 3), 3)):
+        builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
+                                            producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                            batch_size=1 << 20)
+        for d in deltas:
+            builder.append(d, timestamp=T0 + 10 * (base + d), key=b"key-%d" % (base + d), value=b"v" * (base + d),
+                           headers=[])
+        batch = bytearray(builder.build())
+        struct.pack_into(">q", batch, 0, base)
+        struct.pack_into(">i", batch, 23, last_delta)
+        struct.pack_into(">I", batch, 17, calc_crc32c(bytes(batch[21:])))
+        out += bytes(batch)
+    path.write_bytes(out)
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=_tid)
+def test_compacted_v2_batches(target, tmp_path):
+    """Compaction gaps survive: v2 keeps lastOffsetDelta; a legacy wrapper sits at its last record's
+    offset with inner offsets relative to the first (v1) or absolute (v0), §13.1 7."""
+    magic, codec = target
+    part = tmp_path / "compacted-0"
+    part.mkdir()
+    log = part / "00000000000000000000.log"
+    _compacted_segment(log)
+    src = o.kp_read(log.read_bytes())
+    assert [(e.first_offset, e.last_offset, [r.offset for r in e.records]) for e in src] == [
+        (0, 7, [0, 2, 5]), (8, 11, [9, 11])]
+    dest = tmp_path / "out" / "compacted-0"
+    dest.parent.mkdir()
+    result = convert(part, dest, magic, codec)
+    assert result.code == 0, result
+    check_segment(dest / log.name, log, magic, codec)
+    out = o.kp_read((dest / log.name).read_bytes())
+    if magic == 2:
+        assert [(e.first_offset, e.last_offset) for e in out] == [(0, 7), (8, 11)]
+    elif codec not in ("none", "default"):
+        assert [e.first_offset for e in out] == [5, 11]
+    check_clean(dest)
