@@ -78,7 +78,7 @@ def jsonl_objects(text: str) -> list[dict]:
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
-def _snake(name: str) -> str:
+def snake(name: str) -> str:
     return "".join("_" + c.lower() if c.isupper() else c for c in name)
 
 
@@ -91,7 +91,7 @@ def summary(stdout: str) -> dict:
 
 def summary_loss(stdout: str) -> dict:
     """The run's merged loss (the summary's ``loss``), keys back in the contract's snake_case."""
-    return {_snake(k): v for k, v in summary(stdout)["loss"].items()}
+    return {snake(k): v for k, v in summary(stdout)["loss"].items()}
 
 
 # --------------------------------------------------------------------------- XXH32 and magic-0 lz4

@@ -180,7 +180,7 @@ def test_bad_crc_salvage(bad_crc, tmp_path, magic, codec):
     loss = o.summary_loss(result.out)
     assert loss["salvaged_count"] == 90 and loss["damaged_count"] == 0, loss
     listed = [(s["position"], s["offset"], s["stored_crc"], s["computed_crc"]) for s in
-              [{o._snake(k): v for k, v in x.items()} for x in loss["salvaged"]]]
+              [{o.snake(k): v for k, v in x.items()} for x in loss["salvaged"]]]
     assert listed == _bad_entries(buf)
     assert all(os.path.samefile(x["path"], bad_crc) for x in loss["salvaged"])
     assert o.kt("verify", "--deep", "--format", "text", dest).code == 0
