@@ -56,7 +56,7 @@ from kafkatool.convert.options import ConvertOptions, Loss
 from kafkatool.errors import CompressionError, InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import LOG_APPEND_TIME, Batch, Record
 from kafkatool.record.compression import Codec, compress, decompress
-from kafkatool.record.encode import legacy_messages, legacy_wrapper, v2_batch, v2_records
+from kafkatool.record.encode import legacy_messages, legacy_wrapper, legacy_wrapper_as_v2, v2_batch, v2_records
 from kafkatool.record.layout import (
     CODEC_MASK,
     INT32_MAX,
@@ -395,6 +395,33 @@ class BatchConverter:
             if not self.dry:
                 out.append(bytes(data))
             return out
+        if magic == 2 and source_codec != Codec.NONE and not salvaged:
+            # a compressed wrapper to v2: its records as one v2 records section in C, no object
+            # per record (None for anything unusual: the general path below raises or handles it)
+            fast = legacy_wrapper_as_v2(data, max_decompressed=self._max_decompressed)
+            if fast is not None:
+                body, n, base, last, bts, mts, _lat = fast
+                loss.records_in += n
+                loss.records_out += n
+                loss.batches_out += 1
+                if self.dry:
+                    return out
+                if codec != Codec.NONE:
+                    body = compress(codec, body, magic=2, level=self.options.level)
+                out.append(v2_batch(
+                    body,
+                    base_offset=base,
+                    last_offset_delta=last - base,
+                    base_timestamp=bts,
+                    max_timestamp=mts,
+                    attributes=codec | (TIMESTAMP_TYPE_BIT if lat is not None else 0),
+                    producer_id=-1,
+                    producer_epoch=-1,
+                    base_sequence=-1,
+                    partition_leader_epoch=-1,
+                    count=n,
+                ))
+                return out
         records: list[Record] = []
         for chunk in self._chunks(batch, data):
             records += chunk
