@@ -41,6 +41,9 @@ PURE_PYTHON_FILES = [
     "tests/test_fuzz.py",
     "tests/test_framing.py",
     "tests/test_logdir.py",
+    "tests/test_encode_bulk.py",
+    "tests/test_convert_rules.py",
+    "tests/test_convert_real.py",
 ]
 #: Left out of the pure-Python run: the SIGKILL-at-every-step tests check the crash safety of the
 #: apply step (the same code on both paths) and take half a minute; the speed tests measure the
