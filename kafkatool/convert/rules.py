@@ -48,8 +48,10 @@ always re-encoded, so it gets a new CRC.
 from __future__ import annotations
 
 import struct
+from concurrent.futures import Executor, Future
+from functools import partial
 from operator import itemgetter
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from kafkatool.convert.aborted import AbortedSet
 from kafkatool.convert.options import ConvertOptions, Loss
@@ -78,6 +80,11 @@ _I32 = struct.Struct(">i")
 _timestamp = itemgetter(1)  # Record fields, read in bulk (map) on the per-record paths
 _headers = itemgetter(4)
 _crc_valid = itemgetter(8)
+
+
+def _compress_and_frame(codec: int, body: bytes, magic: int, level: int | None, frame: Callable[[bytes], bytes]) -> bytes:
+    """One output entry: ``body`` compressed with ``codec`` (Kafka's framing for ``magic``), then framed."""
+    return frame(compress(codec, body, magic=magic, level=level))
 
 
 def _varlong_size(value: int) -> int:
@@ -147,7 +154,8 @@ class BatchConverter:
     aborted transactions: needed for ``--drop-aborted`` and to count the aborted records a
     down-conversion makes readable; None: no batch is taken as aborted. ``path`` locates errors.
     Memory: one source batch and its decompressed records, plus a pending run of at most
-    ``options.max_batch_bytes``.
+    ``options.max_batch_bytes``. ``pool`` (an executor) compresses output entries while the
+    next batches are converted (:meth:`feed`); ``dry`` counts without encoding anything.
     """
 
     def __init__(
@@ -158,6 +166,7 @@ class BatchConverter:
         aborted: AbortedSet | None = None,
         path: str = "",
         dry: bool = False,
+        pool: Executor | None = None,
     ) -> None:
         if options.magic not in (0, 1, 2):
             raise KafkaToolError(f"unknown target magic {options.magic} (expected 0, 1 or 2)", kind="refused")
@@ -166,6 +175,7 @@ class BatchConverter:
         self.aborted = aborted
         self.path = path
         self.dry = dry
+        self.pool = pool
         self._run: _Run | None = None
         self._run_codec = Codec.NONE
         self._max_decompressed = options.max_decompressed_bytes
@@ -175,7 +185,12 @@ class BatchConverter:
         """The output entries complete after ``batch`` (its whole entry in ``data``), in offset
         order: a pending run of legacy messages comes first when ``batch`` ends it. Raises the
         located :class:`~kafkatool.errors.KafkaToolError` of a batch that does not convert
-        (records that do not decode, a decompression failure, a codec the target refuses)."""
+        (records that do not decode, a decompression failure, a codec the target refuses).
+
+        With a ``pool``, an entry to be compressed is a :class:`~concurrent.futures.Future` of its
+        bytes (everything that can fail has been checked before it is submitted): the caller
+        takes the results in order (:func:`kafkatool.convert.segment.convert_segment` keeps a
+        bounded window of them)."""
         counters = self.loss.counters()
         run = self._run
         run_state = None if run is None else (run.count, run.size, run.last_offset, run.max_timestamp)
@@ -266,28 +281,34 @@ class BatchConverter:
                 pass
         if self.dry:
             return []
+        frame = partial(
+            v2_batch,
+            base_offset=batch.offset,
+            last_offset_delta=batch.last_offset_delta,
+            base_timestamp=batch.base_timestamp,
+            max_timestamp=batch.max_timestamp,
+            attributes=(batch.attributes & ~CODEC_MASK) | codec,
+            producer_id=batch.producer_id,
+            producer_epoch=batch.producer_epoch,
+            base_sequence=batch.base_sequence,
+            partition_leader_epoch=batch.partition_leader_epoch,
+            count=count,
+        )
         if recompress and codec != Codec.NONE:
-            body = compress(codec, bytes(body), magic=2, level=self.options.level)
-        return [
-            v2_batch(
-                body,
-                base_offset=batch.offset,
-                last_offset_delta=batch.last_offset_delta,
-                base_timestamp=batch.base_timestamp,
-                max_timestamp=batch.max_timestamp,
-                attributes=(batch.attributes & ~CODEC_MASK) | codec,
-                producer_id=batch.producer_id,
-                producer_epoch=batch.producer_epoch,
-                base_sequence=batch.base_sequence,
-                partition_leader_epoch=batch.partition_leader_epoch,
-                count=count,
-            )
-        ]
+            return [self._compressed(codec, bytes(body), 2, frame)]
+        return [frame(body)]
 
     def _recompress(self, source_codec: int, codec: int) -> bool:
         """Whether a compressed section must be made again: another codec, or a ``--level`` asked
         (the same codec at an asked level is compressed again; without one, the bytes are kept)."""
         return codec != source_codec or (self.options.level is not None and codec != Codec.NONE)
+
+    def _compressed(self, codec: int, body: bytes, magic: int, frame: Callable[[bytes], bytes]) -> "bytes | Future[bytes]":
+        """``frame(compress(body))``: the output entry whose records section (or wrapper value) is
+        ``body`` compressed. With a :attr:`pool`, a :class:`~concurrent.futures.Future` of it: the
+        codecs release the GIL, so the next batches are converted while this one is compressed."""
+        job = partial(_compress_and_frame, codec, body, magic, self.options.level, frame)
+        return job() if self.pool is None else self.pool.submit(job)
 
     def _decompress(self, codec: int, section: memoryview) -> bytes:
         if codec == Codec.NONE:
@@ -366,9 +387,9 @@ class BatchConverter:
         loss.batches_out += 1
         if dry:
             return []
-        payload = compress(codec, b"".join(inner), magic=magic, level=self.options.level)
         wts = -1 if magic == 0 else (lat if lat is not None else max_ts)
-        return [legacy_wrapper(payload, magic=magic, offset=last, timestamp=wts, attributes=codec | ts_bit)]
+        frame = partial(legacy_wrapper, magic=magic, offset=last, timestamp=wts, attributes=codec | ts_bit)
+        return [self._compressed(codec, b"".join(inner), magic, frame)]
 
     # ------------------------------------------------------------------ v0/v1 → any
     def _from_legacy(self, batch: Batch, data: bytes | memoryview, salvaged: bool) -> list[bytes]:
@@ -406,10 +427,8 @@ class BatchConverter:
                 loss.batches_out += 1
                 if self.dry:
                     return out
-                if codec != Codec.NONE:
-                    body = compress(codec, body, magic=2, level=self.options.level)
-                out.append(v2_batch(
-                    body,
+                frame = partial(
+                    v2_batch,
                     base_offset=base,
                     last_offset_delta=last - base,
                     base_timestamp=bts,
@@ -420,7 +439,8 @@ class BatchConverter:
                     base_sequence=-1,
                     partition_leader_epoch=-1,
                     count=n,
-                ))
+                )
+                out.append(self._compressed(codec, body, 2, frame) if codec != Codec.NONE else frame(body))
                 return out
         records: list[Record] = []
         for chunk in self._chunks(batch, data):
@@ -470,12 +490,12 @@ class BatchConverter:
             return []
         first = records[0].offset
         inner = legacy_messages(records, magic, relative_to=first if magic == 1 else None, timestamp=lat, attributes=ts_bit)
-        payload = compress(codec, inner, magic=magic, level=self.options.level)
         if magic == 0:
             wts = -1
         else:
             wts = lat if lat is not None else max(map(_timestamp, records))
-        return [legacy_wrapper(payload, magic=magic, offset=records[-1].offset, timestamp=wts, attributes=codec | ts_bit)]
+        frame = partial(legacy_wrapper, magic=magic, offset=records[-1].offset, timestamp=wts, attributes=codec | ts_bit)
+        return [self._compressed(codec, inner, magic, frame)]
 
     def _v2_of(self, records: Sequence[Record], codec: int, lat: int | None) -> list[bytes]:
         """One v2 batch of legacy ``records`` (spec §13: producer fields and leader epoch -1)."""
@@ -487,27 +507,24 @@ class BatchConverter:
         base = records[0].offset
         bts = records[0].timestamp
         body = v2_records(records, base, bts, headers=False)
-        if codec != Codec.NONE:
-            body = compress(codec, body, magic=2, level=self.options.level)
         if lat is not None:
             mts = lat
         else:
             mts = max(map(_timestamp, records))
-        return [
-            v2_batch(
-                body,
-                base_offset=base,
-                last_offset_delta=records[-1].offset - base,
-                base_timestamp=bts,
-                max_timestamp=mts,
-                attributes=codec | (TIMESTAMP_TYPE_BIT if lat is not None else 0),
-                producer_id=-1,
-                producer_epoch=-1,
-                base_sequence=-1,
-                partition_leader_epoch=-1,
-                count=len(records),
-            )
-        ]
+        frame = partial(
+            v2_batch,
+            base_offset=base,
+            last_offset_delta=records[-1].offset - base,
+            base_timestamp=bts,
+            max_timestamp=mts,
+            attributes=codec | (TIMESTAMP_TYPE_BIT if lat is not None else 0),
+            producer_id=-1,
+            producer_epoch=-1,
+            base_sequence=-1,
+            partition_leader_epoch=-1,
+            count=len(records),
+        )
+        return [self._compressed(codec, body, 2, frame) if codec != Codec.NONE else frame(body)]
 
     # ------------------------------------------------------------------ runs
     def _add_to_run(self, batch: Batch, r: Record, lat: int | None, codec: int) -> list[bytes]:

@@ -40,8 +40,10 @@ from __future__ import annotations
 
 import os
 import struct
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from kafkatool.convert.options import ConvertOptions, Loss
 from kafkatool.errors import InvalidRecordError, KafkaToolError
@@ -360,18 +362,68 @@ def convert_segment(
             from kafkatool.convert.aborted import find_aborted
 
             aborted = find_aborted([segment])
-        converter = OffsetGuard(BatchConverter(options, loss, aborted=aborted, path=log_path, dry=out_dir is None), base, log_path)
-        if out_dir is None:
-            for _entry in converted_entries(segment, converter, options, loss, progress=progress):
-                pass
-        else:
-            return _write_segment(segment, out_dir, options, converter, loss, log_stat, progress, like_owner)
+        threads = compress_threads() if out_dir is not None and bytes_in >= POOL_MIN_BYTES else 1
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="kafkatool-compress") if threads > 1 else None
+        try:
+            converter = OffsetGuard(BatchConverter(options, loss, aborted=aborted, path=log_path, dry=out_dir is None,
+                                                   pool=pool), base, log_path)
+            if out_dir is None:
+                for _entry in converted_entries(segment, converter, options, loss, progress=progress):
+                    pass
+            else:
+                return _write_segment(segment, out_dir, options, converter, loss, log_stat, progress, like_owner)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
     except OSError as e:
         if isinstance(e, KafkaToolError):
             raise  # a WriteError: already names the file written
         raise KafkaToolError(f"cannot read: {e.strerror or e}", path=e.filename or log_path,
                              kind="unreadable") from None
     return SegmentResult(log_path, None, base, loss, bytes_in, 0, loss.batches_out, _side_files(segment, options, None))
+
+
+#: Output entries being compressed at once by the pool, at most (each one batch's output).
+IN_FLIGHT_PER_THREAD = 4
+
+#: A segment smaller than this is converted without a compression pool (starting threads costs
+#: more than a few batches' compression).
+POOL_MIN_BYTES = 1 << 20
+
+
+def compress_threads() -> int:
+    """Threads compressing output entries: the CPUs this process may use (the codecs release the
+    GIL; the walk, decoding and encoding keep one thread busy meanwhile). 1 means no pool."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def _in_order(entries: Iterator) -> Iterator[bytes]:
+    """The entries' bytes in order, a :class:`~concurrent.futures.Future` (an entry the pool
+    compresses) waited for only once the window of entries in flight is full or it is done."""
+    window: deque = deque()
+    limit = IN_FLIGHT_PER_THREAD * compress_threads()
+    try:
+        for entry in entries:
+            if not isinstance(entry, Future):
+                if not window:
+                    yield entry
+                    continue
+                window.append(entry)
+            else:
+                window.append(entry)
+            while window and (len(window) > limit or not isinstance(window[0], Future) or window[0].done()):
+                first = window.popleft()
+                yield first.result() if isinstance(first, Future) else first
+        while window:
+            first = window.popleft()
+            yield first.result() if isinstance(first, Future) else first
+    finally:
+        for pending in window:
+            if isinstance(pending, Future):
+                pending.cancel()
 
 
 def _write_segment(segment: Segment, out_dir: str, options: ConvertOptions, converter, loss: Loss,
@@ -393,7 +445,7 @@ def _write_segment(segment: Segment, out_dir: str, options: ConvertOptions, conv
     buf = bytearray()
     add, fields, limit = builder.add_batch, index_fields, WRITE_BUFFER  # one look-up per segment, not per entry
     try:
-        for entry in converted_entries(segment, converter, options, loss, progress=progress):
+        for entry in _in_order(converted_entries(segment, converter, options, loss, progress=progress)):
             size = len(entry)
             first, last, max_timestamp = fields(entry)
             try:
