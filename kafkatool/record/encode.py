@@ -18,10 +18,11 @@ import struct
 import zlib
 from typing import Sequence
 
-from kafkatool.errors import KafkaToolError, InvalidRecordError
+from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.compression import Codec, decompress
 from kafkatool.record.crc import crc32c
-from kafkatool.record.layout import LOG_OVERHEAD, V2_CRC_START, V2_HEADER, V2_HEADER_SIZE
+from kafkatool.record.layout import CODEC_MASK, LEGACY_TIMESTAMP_TYPE_BIT, LOG_OVERHEAD, V2_CRC_START, V2_HEADER, V2_HEADER_SIZE
+from kafkatool.record.legacy import decode_message
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
 
 __all__ = [
@@ -246,7 +247,7 @@ def legacy_messages(
     return py_legacy_messages(records, magic, relative_to=relative_to, timestamp=timestamp, attributes=attributes)
 
 
-_c_inner_to_v2, = _compiled("legacy_inner_to_v2")
+(_c_inner_to_v2,) = _compiled("legacy_inner_to_v2")
 
 #: :func:`legacy_wrapper_as_v2` takes wrappers whose inner messages decompress to at most this
 #: many bytes (what legacy.iter_legacy_record_chunks keeps in memory between its passes too).
@@ -270,9 +271,6 @@ def legacy_wrapper_as_v2(data: bytes | memoryview, *, max_decompressed: int) -> 
     """
     if _c_inner_to_v2 is None:
         return None
-    from kafkatool.record.layout import CODEC_MASK, LEGACY_TIMESTAMP_TYPE_BIT
-    from kafkatool.record.legacy import decode_message
-
     try:
         offset, _size, _crc, magic, attrs, ts, _key, value, _valid = decode_message(data, 0, len(data))
         codec = attrs & CODEC_MASK
