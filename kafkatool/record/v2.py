@@ -8,7 +8,6 @@ from typing import Iterable, Iterator, NamedTuple, Sequence
 from kafkatool.errors import CompressionError, InvalidRecordError
 from kafkatool.record.batch import Batch, Record, batch_from_header, increment_sequence
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, StreamBuffer, compress, iter_decompress
-from kafkatool.record.crc import crc32c
 from kafkatool.record.layout import (
     CODEC_MASK,
     CONTROL_BIT,
@@ -485,21 +484,20 @@ def encode_batch(
         attrs |= DELETE_HORIZON_BIT
     if last_offset_delta is None:
         last_offset_delta = (recs[-1].offset - base_offset) if recs else 0
-    header_wo_crc = HEADER.pack(
-        base_offset,
-        V2_HEADER_SIZE - LOG_OVERHEAD + len(body),
-        partition_leader_epoch,
-        magic,
-        0,
-        attrs,
-        last_offset_delta,
-        base_ts,
-        max_ts,
-        producer_id,
-        producer_epoch,
-        base_sequence,
-        len(recs),
+    from kafkatool.record.encode import v2_batch  # the one framing of a v2 batch (encode imports this module's neighbours)
+
+    return v2_batch(
+        body,
+        base_offset=base_offset,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_ts,
+        max_timestamp=max_ts,
+        attributes=attrs,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        partition_leader_epoch=partition_leader_epoch,
+        count=len(recs),
+        magic=magic,
     )
-    crc = crc32c(header_wo_crc[CRC_START:] + body)
-    return header_wo_crc[: V2.CRC] + struct.pack(">I", crc) + header_wo_crc[CRC_START:] + body
 
