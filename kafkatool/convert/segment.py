@@ -38,6 +38,7 @@ What happens to each side file (:class:`SideFile`):
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from collections import deque
@@ -219,10 +220,16 @@ def write_file(path: str, data: bytes, like: os.stat_result | None, *, like_owne
 
 def copy_file(src: str, path: str, *, like_owner: bool = False) -> int:
     """Copy the file ``src`` to ``path`` (which must not exist) as :func:`write_file` writes, with
-    the source's mode; returns the bytes copied. A symbolic link ``src`` is followed."""
+    the source's mode; returns the bytes copied. A symbolic link ``src`` is refused, never
+    followed: a side file linked to a file elsewhere (``/etc/shadow`` named
+    ``leader-epoch-checkpoint``) would put that file's bytes into DEST."""
     try:
-        sfd = os.open(src, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        sfd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise KafkaToolError("a symbolic link where a side file belongs: kafkatool copies no file through a "
+                                 "link; replace it with the file it points to, or move it away",
+                                 path=src, kind="refused") from None
         raise KafkaToolError(f"cannot read: {e.strerror or e}", path=src, kind="unreadable") from None
     tmp = path + TEMP_SUFFIX
     try:

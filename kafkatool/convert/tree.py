@@ -166,6 +166,8 @@ _NOT_COPIED = {
 
 
 def _not_copied_reason(e: Entry) -> str:
+    if e.is_symlink and not e.is_dir:
+        return "not a regular file (a symbolic link, never followed: copy what it points to by hand if it belongs here)"
     if not e.is_file:
         return f"not a regular file ({e.type.value})"
     if e.kind in _NOT_COPIED:
@@ -185,6 +187,9 @@ def _partition_side_files(partition: Partition, segments: list[Segment], options
     out: list[SideFile] = []
     for e in partition.listing():
         if e.path in claimed:
+            continue
+        if e.is_symlink:
+            out.append(SideFile(e.name, "not copied", _not_copied_reason(e)))
             continue
         if e.is_file and e.kind in (FileKind.LEADER_EPOCH_CHECKPOINT, FileKind.PARTITION_METADATA):
             why = ("the leader epochs name offsets, which are preserved (§11.1)"
@@ -509,7 +514,7 @@ def _copy_tree_files(src_dir: str, out_dir: str) -> list[SideFile]:
     """Copy every regular file of ``src_dir`` unchanged (the metadata log); others not copied."""
     out = []
     for e in list_dir(src_dir):
-        if e.is_file and not e.name.endswith(TEMP_SUFFIX):
+        if e.is_file and not e.is_symlink and not e.name.endswith(TEMP_SUFFIX):
             copy_file(e.path, os.path.join(out_dir, e.name))
             out.append(SideFile(e.name, "copied", "the KRaft metadata log is copied unchanged"))
         else:
@@ -557,6 +562,8 @@ def _build_log_dir(plan: ConvertPlan, tmp: str, progress: Progress | None) -> tu
                    "future": "the target of an unfinished replica move between log dirs",
                    "stray": "a stray replica the broker no longer hosts"}[parsed.state]
             sides.append(SideFile(e.name, "not copied", f"{why} (§2.1): not part of the live log"))
+        elif e.is_symlink and not e.is_dir:
+            sides.append(SideFile(e.name, "not copied", _not_copied_reason(e)))
         elif e.is_file and e.kind in (FileKind.OFFSET_CHECKPOINT, FileKind.META_PROPERTIES, FileKind.BOOTSTRAP_CHECKPOINT):
             copy_file(e.path, os.path.join(tmp, e.name))
             why = {FileKind.OFFSET_CHECKPOINT: "offsets are preserved: every checkpointed offset still holds (§11.3)",
