@@ -404,11 +404,33 @@ def build_cases(inputs: Path, sample: Path, damaged: Path, real: Path | None, *,
                  [["truncate", "--execute", "--backup-dir", "{root}/bk", L],
                   ["reindex", "--all", "--execute", "--backup-dir", "{root}/bk", L], *undo]),
         Scenario("truncate-clean-sample", sample, "logdir", [["truncate", "--execute", L], ["truncate", "--keep-valid-after", "--execute", L]]),
+        # convert: into new directories (every target magic, the loss report in both formats), then in place
+        Scenario("convert-dest-sample", sample, "logdir", [
+            ["convert", "--to-magic", "2", "--compression", "zstd", L, "{root}/v2-zstd"],
+            ["convert", "--to-magic", "1", "--compression", "gzip", "--format", "jsonl", L, "{root}/v1-gzip"],
+            ["convert", "--to-magic", "0", "--compression", "lz4", L, "{root}/v0-lz4"],
+            ["convert", "--to-magic", "1", "--drop-aborted", "{root}/logdir/txn-0", "{root}/txn-v1"],
+            ["convert", "--to-magic", "1", "--strict", "{root}/logdir/txn-0", "{root}/strict"],
+            ["convert", "--to-magic", "2", "{root}/v0-lz4", "{root}/v0-lz4"],
+        ]),
+        Scenario("convert-damaged", damaged, "logdir", [
+            ["convert", "--to-magic", "2", L, "{root}/plain"],
+            ["convert", "--to-magic", "2", "--skip-damaged", "--format", "jsonl", L, "{root}/skip"],
+            ["convert", "--to-magic", "1", "--compression", "snappy", "--salvage", L, "{root}/salvage"],
+        ]),
+        Scenario("convert-in-place-sample", sample, "logdir", [
+            ["convert", "--in-place", "--to-magic", "2", L],
+            ["convert", "--in-place", "--execute", "--to-magic", "2", "--compression", "gzip", L],
+            ["convert", "--in-place", "--to-magic", "2", "--compression", "gzip", "--format", "jsonl", L],
+            *undo,
+        ]),
     ]
     for d in real_log_dirs:
         tag = str(d.relative_to(real)).replace("/", "_")
         scenarios.append(Scenario(f"reindex-all-{tag}", d, "logdir", [["reindex", "--all", "--execute", L], *undo]))
         scenarios.append(Scenario(f"truncate-{tag}", d, "logdir", [["truncate", "--execute", "--backup-dir", "{root}/bk", L], *undo]))
+        scenarios.append(Scenario(f"convert-{tag}", d, "logdir", [["convert", "--to-magic", "2", "--compression", "zstd", L, "{root}/v2"],
+                                                                  ["convert", "--to-magic", "1", "--skip-damaged", L, "{root}/v1"]]))
     if real:
         scenarios.append(Scenario("truncate-keep-valid-real-damaged", inputs / "real-damaged", "logdir",
                                   [["truncate", "--keep-valid-after", "--execute", L], *undo]))
