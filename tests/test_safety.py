@@ -637,3 +637,29 @@ def test_a_lock_file_that_cannot_be_opened_is_a_located_repair_error(tmp_path: P
         LogDirLock(str(tmp_path)).acquire()
     assert e.value.path == str(tmp_path / ".lock")
     assert "cannot open the lock file to lock it: Is a directory" in str(e.value)
+
+
+def test_backup_save_takes_the_result_as_size_and_sha256(tmp_path: Path) -> None:
+    """``result=`` stands for the new bytes (a file too big to hold): the entry records it, the
+    original is kept whole, and the action is 'rewritten'; without either, 'removed'."""
+    import hashlib
+
+    from kafkatool.safety.backup import Backup
+    from kafkatool.safety.manifest import FileState
+
+    logdir = tmp_path / "logdir"
+    part = logdir / "t-0"
+    part.mkdir(parents=True)
+    (logdir / "meta.properties").write_text("version=1\n")
+    old = part / "00000000000000000000.log"
+    old.write_bytes(b"old bytes")
+    gone = part / "00000000000000000000.index"
+    gone.write_bytes(b"idx")
+    new = b"the new, converted segment"
+    backup = Backup(str(tmp_path / "bk"))
+    entry = backup.save(str(old), None, "convert", result=FileState(len(new), hashlib.sha256(new).hexdigest()))
+    assert entry.action == "rewritten"
+    assert (entry.result.size, entry.result.sha256) == (len(new), hashlib.sha256(new).hexdigest())
+    assert (entry.original.size, entry.original.sha256) == (9, hashlib.sha256(b"old bytes").hexdigest())
+    assert (tmp_path / "bk" / entry.backup_file).read_bytes() == b"old bytes"
+    assert backup.save(str(gone), None, "convert").action == "removed"

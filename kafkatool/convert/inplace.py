@@ -34,7 +34,6 @@ No click and no rich here.
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from kafkatool.record.compression import Codec
 from kafkatool.safety import (
     Backup,
     ExchangeUnavailable,
+    FileState,
     PartitionRefused,
     RepairError,
     apply_locked,
@@ -398,22 +398,10 @@ def _check_unchanged(plan: InPlacePlan) -> None:
                                    path=os.path.join(plan.partition_dir, name))
 
 
-def _save(backup: Backup, path: str, new: str | None, reason: str) -> None:
-    """Keep ``path`` whole in the backup (or record it as created), its result being the file
-    ``new`` (None: removed). The new file is handed over mapped, never read into memory."""
-    if new is None:
-        backup.save(path, None, reason)
-        return
-    fd = os.open(new, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        size = os.fstat(fd).st_size
-        if size == 0:
-            backup.save(path, b"", reason)
-            return
-        with mmap.mmap(fd, size, prot=mmap.PROT_READ) as mapped:
-            backup.save(path, mapped, reason)  # type: ignore[arg-type]  # bytes-like: len() and sha256
-    finally:
-        os.close(fd)
+def _save(backup: Backup, path: str, new: tuple[int, str] | None, reason: str) -> None:
+    """Keep ``path`` whole in the backup (or record it as created), its result being the new
+    file of ``new`` = ``(size, sha256)`` (None: removed); the new file is never read again."""
+    backup.save(path, None, reason, result=None if new is None else FileState(*new))
 
 
 def _like_old(path: str, like: os.stat_result) -> None:
@@ -510,7 +498,7 @@ def apply_partition_in_place(plans: Sequence[InPlacePlan], backup: Backup | str)
             for n in sorted(set(old_names) | set(built)):
                 path = os.path.join(directory, n)
                 with naming(backup.root, f"while copying {path} into the backup"):
-                    _save(backup, path, os.path.join(staging, n) if n in built else None, reason)
+                    _save(backup, path, hashes.get(n), reason)
                 fault_point("after backup")
         state["hashes"] = hashes  # the backup is complete: the switch may come
 

@@ -453,12 +453,16 @@ class Backup:
             raise
         return os.path.join(part, chosen), digest.hexdigest()
 
-    def save(self, path: str, new_data: bytes | None, reason: str = "") -> BackupEntry:
+    def save(self, path: str, new_data: bytes | None, reason: str = "", *,
+             result: FileState | None = None) -> BackupEntry:
         """Keep ``path`` (if it exists) whole in the backup, fsynced, before ``new_data`` replaces it
-        (None: the file is going away). Records the original's and the result's size and sha256."""
+        (None: the file is going away). Records the original's and the result's size and sha256.
+        ``result`` gives the new file's size and sha256 instead of ``new_data`` (a file too big to
+        hold: ``convert --in-place`` hashes the new ``.log`` once, streaming)."""
         path = os.path.abspath(path)
         log_dir, part, rel = self._where(path)
-        result = None if new_data is None else FileState(len(new_data), sha256_hex(new_data))
+        if result is None and new_data is not None:
+            result = FileState(len(new_data), sha256_hex(new_data))
         try:
             src = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
@@ -470,7 +474,7 @@ class Backup:
             st = os.fstat(src)
             with self._locked():
                 name, sha = self._copy_in(src, path, st, part, os.path.basename(path), 0, st.st_size)
-                action = "removed" if new_data is None else "rewritten"
+                action = "removed" if result is None else "rewritten"
                 return self._record(BackupEntry(action, log_dir, rel, reason, FileState.of(st, sha), result, name))
         finally:
             os.close(src)
