@@ -696,7 +696,8 @@ def test_the_readme_convert_lines_on_fixtures_run(tmp_path) -> None:
              if ln.startswith("kafkatool convert ") and "fixtures/" in ln]
     assert len(lines) >= 3, lines
     for line in lines:
-        shell = line.replace("kafkatool ", f"{sys.executable} -m kafkatool ", 1).replace("/tmp/", f"{tmp_path}/")
+        # /tmp/ first: the interpreter's own path may be under /tmp (a CI venv)
+        shell = line.replace("/tmp/", f"{tmp_path}/").replace("kafkatool ", f"{sys.executable} -m kafkatool ", 1)
         p = subprocess.run(["bash", "-o", "pipefail", "-c", shell], cwd=REPO, capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, f"{line}\n{p.stderr}"
 
