@@ -695,6 +695,8 @@ def test_the_readme_convert_lines_on_fixtures_run(tmp_path) -> None:
     lines = [ln.split("  #")[0].strip() for b in blocks for ln in b.splitlines()
              if ln.startswith("kafkatool convert ") and "fixtures/" in ln]
     assert len(lines) >= 3, lines
+    if shutil.which("jq") is None:
+        lines = [ln for ln in lines if "| jq" not in ln]  # the rest still runs
     for line in lines:
         # /tmp/ first: the interpreter's own path may be under /tmp (a CI venv)
         shell = line.replace("/tmp/", f"{tmp_path}/").replace("kafkatool ", f"{sys.executable} -m kafkatool ", 1)
