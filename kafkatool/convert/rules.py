@@ -82,6 +82,25 @@ _headers = itemgetter(4)
 _crc_valid = itemgetter(8)
 
 
+def _up_converted_frame(base: int, last: int, base_ts: int, max_ts: int, codec: int, lat: int | None,
+                        count: int) -> Callable[[bytes], bytes]:
+    """The v2 framing of up-converted legacy records (spec §13: producer fields and the leader
+    epoch -1, the wrapper's timestamp type): a function of the records section."""
+    return partial(
+        v2_batch,
+        base_offset=base,
+        last_offset_delta=last - base,
+        base_timestamp=base_ts,
+        max_timestamp=max_ts,
+        attributes=codec | (TIMESTAMP_TYPE_BIT if lat is not None else 0),
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        partition_leader_epoch=-1,
+        count=count,
+    )
+
+
 def _compress_and_frame(codec: int, body: bytes, magic: int, level: int | None, frame: Callable[[bytes], bytes]) -> bytes:
     """One output entry: ``body`` compressed with ``codec`` (Kafka's framing for ``magic``), then framed."""
     return frame(compress(codec, body, magic=magic, level=level))
@@ -427,19 +446,7 @@ class BatchConverter:
                 loss.batches_out += 1
                 if self.dry:
                     return out
-                frame = partial(
-                    v2_batch,
-                    base_offset=base,
-                    last_offset_delta=last - base,
-                    base_timestamp=bts,
-                    max_timestamp=mts,
-                    attributes=codec | (TIMESTAMP_TYPE_BIT if lat is not None else 0),
-                    producer_id=-1,
-                    producer_epoch=-1,
-                    base_sequence=-1,
-                    partition_leader_epoch=-1,
-                    count=n,
-                )
+                frame = _up_converted_frame(base, last, bts, mts, codec, lat, n)
                 out.append(self._compressed(codec, body, 2, frame) if codec != Codec.NONE else frame(body))
                 return out
         records: list[Record] = []
@@ -511,19 +518,7 @@ class BatchConverter:
             mts = lat
         else:
             mts = max(map(_timestamp, records))
-        frame = partial(
-            v2_batch,
-            base_offset=base,
-            last_offset_delta=records[-1].offset - base,
-            base_timestamp=bts,
-            max_timestamp=mts,
-            attributes=codec | (TIMESTAMP_TYPE_BIT if lat is not None else 0),
-            producer_id=-1,
-            producer_epoch=-1,
-            base_sequence=-1,
-            partition_leader_epoch=-1,
-            count=len(records),
-        )
+        frame = _up_converted_frame(base, records[-1].offset, bts, mts, codec, lat, len(records))
         return [self._compressed(codec, body, 2, frame) if codec != Codec.NONE else frame(body)]
 
     # ------------------------------------------------------------------ runs
