@@ -200,13 +200,14 @@ def _stat(path: str | None) -> os.stat_result | None:
         return None
 
 
-def write_file(path: str, data: bytes, like: os.stat_result | None, *, like_owner: bool = False) -> None:
-    """Write ``data`` to ``path`` (which must not exist) under a temp name, with ``like``'s mode
-    (and owner with ``like_owner``, when permitted), fsynced, renamed. The caller fsyncs the dir."""
+def _write_new(path: str, like: os.stat_result | None, like_owner: bool, fill: Callable[[int, str], None]) -> None:
+    """Create ``path`` (which must not exist) under a temp name: ``fill(fd, temp path)`` writes
+    it; then ``like``'s mode (and owner with ``like_owner``), fsync, rename. A failure removes
+    the temp file. The caller fsyncs the dir."""
     tmp = path + TEMP_SUFFIX
     fd = _open_new(tmp)
     try:
-        write_all(fd, data, tmp)
+        fill(fd, tmp)
     except BaseException:
         os.close(fd)
         _discard(tmp)
@@ -216,6 +217,12 @@ def write_file(path: str, data: bytes, like: os.stat_result | None, *, like_owne
     except BaseException:
         _discard(tmp)
         raise
+
+
+def write_file(path: str, data: bytes, like: os.stat_result | None, *, like_owner: bool = False) -> None:
+    """Write ``data`` to ``path`` (which must not exist) under a temp name, with ``like``'s mode
+    (and owner with ``like_owner``, when permitted), fsynced, renamed. The caller fsyncs the dir."""
+    _write_new(path, like, like_owner, lambda fd, tmp: write_all(fd, data, tmp))
 
 
 def copy_file(src: str, path: str, *, like_owner: bool = False) -> int:
@@ -231,31 +238,23 @@ def copy_file(src: str, path: str, *, like_owner: bool = False) -> int:
                                  "link; replace it with the file it points to, or move it away",
                                  path=src, kind="refused") from None
         raise KafkaToolError(f"cannot read: {e.strerror or e}", path=src, kind="unreadable") from None
-    tmp = path + TEMP_SUFFIX
+    done = 0
+
+    def fill(fd: int, tmp: str) -> None:
+        nonlocal done
+        while True:
+            try:
+                piece = os.read(sfd, COPY_CHUNK)
+            except OSError as e:
+                raise KafkaToolError(f"cannot read: {e.strerror or e}", path=src, position=done,
+                                     kind="unreadable") from None
+            if not piece:
+                return
+            write_all(fd, piece, tmp)
+            done += len(piece)
+
     try:
-        like = os.fstat(sfd)
-        fd = _open_new(tmp)
-        done = 0
-        try:
-            while True:
-                try:
-                    piece = os.read(sfd, COPY_CHUNK)
-                except OSError as e:
-                    raise KafkaToolError(f"cannot read: {e.strerror or e}", path=src, position=done,
-                                         kind="unreadable") from None
-                if not piece:
-                    break
-                write_all(fd, piece, tmp)
-                done += len(piece)
-        except BaseException:
-            os.close(fd)
-            _discard(tmp)
-            raise
-        try:
-            _finish(fd, tmp, path, like, like_owner)
-        except BaseException:
-            _discard(tmp)
-            raise
+        _write_new(path, os.fstat(sfd), like_owner, fill)
         return done
     finally:
         os.close(sfd)
