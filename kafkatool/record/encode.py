@@ -22,7 +22,7 @@ from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.compression import Codec, decompress
 from kafkatool.record.crc import crc32c
 from kafkatool.record.layout import CODEC_MASK, LEGACY_TIMESTAMP_TYPE_BIT, LOG_OVERHEAD, V2_CRC_START, V2_HEADER, V2_HEADER_SIZE
-from kafkatool.record.legacy import decode_message
+from kafkatool.record.legacy import decode_message, encode_message
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
 
 __all__ = [
@@ -196,18 +196,9 @@ def v2_batch(
 
 def legacy_wrapper(inner: bytes | memoryview, *, magic: int, offset: int, timestamp: int, attributes: int) -> bytes:
     """One legacy message whose value is ``inner`` (the compressed inner messages) and whose key
-    is null, CRC-32 computed (§5.1, §5.2). ``timestamp`` is ignored for magic 0."""
-    if magic not in (0, 1):
-        raise InvalidRecordError(f"Invalid magic value {magic}")
-    a = attributes & 0xFF
-    body = bytearray((magic, a))
-    if magic == 1:
-        body += _I64.pack(timestamp)
-    body += _NULL
-    body += _I32.pack(len(inner))
-    body += inner
-    c = zlib.crc32(body)
-    return _I64.pack(offset) + _I32.pack(len(body) + 4) + _U32.pack(c) + bytes(body)
+    is null, CRC-32 computed (§5.1, §5.2): :func:`kafkatool.record.legacy.encode_message`'s
+    framing. ``timestamp`` is ignored for magic 0."""
+    return encode_message(offset, magic, timestamp, None, inner, attributes)
 
 
 # the compiled loops, or None (both or neither: a stale build lacks them)
