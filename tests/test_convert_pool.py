@@ -137,3 +137,45 @@ def test_a_compression_failure_in_the_pool_stops_the_run_and_leaves_no_dest(
     assert not (tmp_path / "dest").exists()
     assert [p.name for p in tmp_path.iterdir()] == ["src"]  # no temp dir left either
     assert os.listdir(tmp_path / "src" / "big-0") == ["00000000000000000000.log"]
+
+
+@pytest.mark.parametrize(("jobs", "workers"), [("1", None), ("3", 3)])
+def test_jobs_sets_the_pool_size_and_the_output_stays_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               jobs: str, workers: int | None) -> None:
+    """``--jobs 1``: no pool at all (everything in the main thread); ``--jobs 3``: three
+    compressing threads, whatever the CPUs; the files written are the same either way."""
+    from click.testing import CliRunner
+
+    from kafkatool.cli.main import cli
+
+    big = _big_segment(tmp_path / "src")
+    monkeypatch.setattr(convert_segment_module, "compress_threads", lambda: 2)
+    made: list[int] = []
+    real = convert_segment_module.ThreadPoolExecutor
+
+    class Spy(real):  # type: ignore[misc, valid-type]
+        def __init__(self, n, *a, **k):
+            made.append(n)
+            super().__init__(n, *a, **k)
+
+    monkeypatch.setattr(convert_segment_module, "ThreadPoolExecutor", Spy)
+    r = CliRunner().invoke(cli, ["convert", "--to-magic", "2", "--compression", "gzip", "--jobs", jobs, str(big),
+                                 str(tmp_path / "out")], catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert made == ([] if workers is None else [workers])
+    default = CliRunner().invoke(cli, ["convert", "--to-magic", "2", "--compression", "gzip", str(big),
+                                       str(tmp_path / "default")], catch_exceptions=False)
+    assert default.exit_code == 0
+    assert made[-1] == 2  # no --jobs: one per CPU (compress_threads)
+    assert _tree(tmp_path / "out") == _tree(tmp_path / "default")
+
+
+def test_jobs_zero_is_a_usage_error(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from kafkatool.cli.main import cli
+
+    r = CliRunner().invoke(cli, ["convert", "--to-magic", "2", "--jobs", "0", str(FIXTURES / "v1-gzip-0"),
+                                 str(tmp_path / "x")])
+    assert r.exit_code == 2
+    assert "--jobs" in r.output and not (tmp_path / "x").exists()

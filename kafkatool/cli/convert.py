@@ -81,8 +81,11 @@ class _Command(click.Command):
                    "segment and partition and a final summary, on stdout.")
 @click.option("--no-progress", is_flag=True, help="No progress bar (one is drawn on stderr while it is a terminal "
                                                       "and the input is large).")
+@click.option("--jobs", "-j", type=click.IntRange(1, 256), default=None, metavar="N",
+              help="Threads compressing the output while the next batches are converted. Default: one per CPU "
+                   "this process may use; 1 keeps the conversion on one CPU (beside a live broker, say).")
 def convert(src, dest, magic, compression, level, max_batch_bytes, drop_aborted, strict, skip_damaged, salvage,
-            in_place, execute, backup_dir, force, allow_transitional, fmt, no_progress) -> None:
+            in_place, execute, backup_dir, force, allow_transitional, fmt, no_progress, jobs) -> None:
     """Rewrite Kafka segments at another message format (--to-magic 0, 1 or 2) or codec
     (--compression), keeping every offset. SRC is a segment (.log), a partition directory or a
     log dir; DEST a new directory (refused when it exists and is not empty): a segment goes into
@@ -130,6 +133,7 @@ def convert(src, dest, magic, compression, level, max_batch_bytes, drop_aborted,
         skip_damaged=skip_damaged,
         salvage=salvage,
         strict=strict,
+        threads=jobs,
     )
     if in_place:
         _in_place(paths, options, out, fmt=fmt, execute=execute, backup_dir=backup_dir, force=force,

@@ -42,6 +42,9 @@ class ConvertOptions:
     """Any loss is an error before anything is written."""
     max_decompressed_bytes: int = 1 << 30
     """A batch decompressing to more is a located error (bomb guard)."""
+    threads: int | None = None
+    """Threads compressing output entries while the next batches are converted; None: one per
+    CPU this process may use; 1: none (everything in the calling thread)."""
 
     @property
     def skips_damaged(self) -> bool:

@@ -368,7 +368,7 @@ def convert_segment(
             from kafkatool.convert.aborted import find_aborted
 
             aborted = find_aborted([segment])
-        threads = compress_threads() if out_dir is not None and bytes_in >= POOL_MIN_BYTES else 1
+        threads = (options.threads or compress_threads()) if out_dir is not None and bytes_in >= POOL_MIN_BYTES else 1
         pool = ThreadPoolExecutor(threads, thread_name_prefix="kafkatool-compress") if threads > 1 else None
         try:
             converter = OffsetGuard(BatchConverter(options, loss, aborted=aborted, path=log_path, dry=out_dir is None,
