@@ -55,11 +55,9 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from kafkatool.convert.options import DamagedRange, Salvaged
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
-from kafkatool.record.layout import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET, V2
 from kafkatool.segment.logdir import open_log
-from kafkatool.segment.resync import resync
+from kafkatool.segment.resync import bad_region
 from kafkatool.segment.walk import DEFAULT_MAX_BATCH_BYTES, WalkStop
-from kafkatool.segment.zeros import zero_run_end
 
 if TYPE_CHECKING:
     from kafkatool.convert.options import ConvertOptions, Loss
@@ -233,32 +231,10 @@ def _read_entry(fd: int, path: str, position: int, total: int) -> bytes:
 
 
 def _bad_region(fd: int, path: str, pos: int, size: int, framing: KafkaToolError | None) -> _Damage:
-    """The damaged range where the walk stopped short of the end (at ``pos``), as verify words it:
-    to the next valid batch, else to the end of the file."""
-    if framing is not None:
-        kind = "unknown_magic" if framing.kind == "unknown_magic" else "invalid_size"
-        message = framing.message
-    else:
-        head = os.pread(fd, LOG_OVERHEAD, pos)
-        if len(head) == LOG_OVERHEAD:
-            declared = int.from_bytes(head[V2.BATCH_LENGTH:LOG_OVERHEAD], "big", signed=True)
-            message = f"a batch of {declared + LOG_OVERHEAD} bytes starts at {pos} but only {size - pos} bytes remain"
-        else:
-            message = f"{size - pos} bytes at the end are too short for a batch header"
-        kind = "partial_batch"
-    # a zero run (a preallocated tail) is passed at memory speed: no batch starts inside it
-    zeros_end = zero_run_end(fd, pos, size)
-    if zeros_end >= size:
-        return _Damage(pos, size, "trailing_zeros", f"{size - pos} zero bytes after the last batch (preallocated or never written)", framing)
-    nxt = resync(path, max(pos + 1, zeros_end - MAGIC_OFFSET), size)
-    if nxt is None:
-        if size - pos <= HEADER_SIZE_UP_TO_MAGIC:
-            kind = "trailing_bytes"
-        return _Damage(pos, size, kind, message, framing)
-    if kind == "partial_batch":
-        kind = "invalid_size"
-        message = f"the size field at {pos} points past the end of the file, but a valid batch starts at {nxt}"
-    return _Damage(pos, nxt, kind, f"{message}; {nxt - pos} unreadable bytes before the next valid batch at {nxt}", framing)
+    """The damaged range where the walk stopped short of the end (at ``pos``), as verify reports
+    it (:func:`kafkatool.segment.resync.bad_region`, the rule both use)."""
+    region = bad_region(fd, path, pos, size, framing)
+    return _Damage(region.start, region.end, region.kind, region.message, framing)
 
 
 def _error(path: str, d: _Damage) -> KafkaToolError:

@@ -13,8 +13,11 @@ reader that starts at one checks that the walk before it ends exactly there (ver
 
 from __future__ import annotations
 
+import os
 import struct
+from typing import NamedTuple
 
+from kafkatool.errors import KafkaToolError
 from kafkatool.record.crc import crc32, crc32c
 from kafkatool.record.layout import (
     DELETE_HORIZON_BIT,
@@ -32,7 +35,7 @@ from kafkatool.record.layout import (
 )
 from kafkatool.segment.zeros import zero_run_end, zero_run_end_in
 
-__all__ = ["resync", "RESYNC_MAX_BATCH"]
+__all__ = ["resync", "RESYNC_MAX_BATCH", "BadRegion", "bad_region"]
 
 
 RESYNC_MAX_BATCH = 256 << 20
@@ -155,3 +158,54 @@ def resync(path: str, start: int, end: int, chunk: int = 1 << 20) -> int | None:
                 i += 1
             pos += max(i, 1)
     return None
+
+
+class BadRegion(NamedTuple):
+    """A byte range ``[start, end)`` of a ``.log`` no batch walk can read: its ``kind`` (one of
+    ``kafkatool verify``'s finding kinds: ``invalid_size``, ``unknown_magic``, ``partial_batch``,
+    ``trailing_bytes``, ``trailing_zeros``) and a message in verify's words. ``end`` is the size
+    of the file when no valid batch follows, else where the next one starts."""
+
+    start: int
+    end: int
+    kind: str
+    message: str
+
+
+def bad_region(fd: int, path: str, pos: int, size: int, error: KafkaToolError | None) -> BadRegion:
+    """The bad region at ``pos``, where a walk of the ``.log`` open as ``fd`` stopped short of
+    ``size``: with ``error``, the walk's framing error (an entry it cannot frame); without, the
+    walk's tail (a batch running past ``size``, or fewer bytes than a header).
+
+    One rule for every reader that goes on after damage (``kafkatool verify`` reports these
+    regions, ``kafkatool convert --skip-damaged`` converts around them): a zero run to the end
+    is ``trailing_zeros`` (passed at memory speed); otherwise the region runs to the next entry
+    :func:`resync` finds, or to the end of the file, and a size field pointing past the end is
+    ``invalid_size`` when a valid batch follows (the size was damaged), ``partial_batch`` when
+    none does (a torn write), ``trailing_bytes`` when too few bytes are left for a header.
+    """
+    if error is not None:
+        kind = "unknown_magic" if error.kind == "unknown_magic" else "invalid_size"
+        message = error.message
+    else:
+        head = os.pread(fd, LOG_OVERHEAD, pos)
+        if len(head) == LOG_OVERHEAD:
+            declared = int.from_bytes(head[V2.BATCH_LENGTH:LOG_OVERHEAD], "big", signed=True)
+            message = f"a batch of {declared + LOG_OVERHEAD} bytes starts at {pos} but only {size - pos} bytes remain"
+        else:
+            message = f"{size - pos} bytes at the end are too short for a batch header"
+        kind = "partial_batch"
+    # a zero run (a preallocated tail, gigabytes of it, often a hole) is passed at memory speed:
+    # no batch starts inside it (a batch's size field, bytes 8-11, is never zero)
+    zeros_end = zero_run_end(fd, pos, size)
+    if zeros_end >= size:
+        return BadRegion(pos, size, "trailing_zeros", f"{size - pos} zero bytes after the last batch (preallocated or never written)")
+    nxt = resync(path, max(pos + 1, zeros_end - MAGIC_OFFSET), size)
+    if nxt is None:
+        if size - pos <= HEADER_SIZE_UP_TO_MAGIC:
+            kind = "trailing_bytes"
+        return BadRegion(pos, size, kind, message)
+    if kind == "partial_batch":
+        kind = "invalid_size"
+        message = f"the size field at {pos} points past the end of the file, but a valid batch starts at {nxt}"
+    return BadRegion(pos, nxt, kind, f"{message}; {nxt - pos} unreadable bytes before the next valid batch at {nxt}")
