@@ -22,6 +22,7 @@ from kafkatool.record.varint import (
     encode_varint,
     encode_varlong,
     size_of_varint,
+    size_of_varlong,
 )
 
 
@@ -40,7 +41,13 @@ def test_varint_roundtrip(n):
 @given(st.integers(-(2**63), 2**63 - 1))
 def test_varlong_roundtrip(n):
     b = encode_varlong(n)
-    assert decode_varlong(b, 0) == (n, len(b))
+    assert decode_varlong(b, 0) == (n, len(b)) and size_of_varlong(n) == len(b)
+
+
+def test_varlong_sizes_at_the_byte_boundaries():
+    """Zig-zag 63 -> 126 fits 7 bits, 64 -> 128 does not; -64 -> 127, -65 -> 129; the extremes take 10 bytes."""
+    assert [size_of_varlong(v) for v in (0, 63, 64, -64, -65)] == [1, 1, 2, 1, 2]
+    assert size_of_varlong(2**63 - 1) == size_of_varlong(-(2**63)) == 10
 
 
 @given(st.integers(0, 2**35))

@@ -72,7 +72,7 @@ from kafkatool.record.layout import (
     V2_HEADER_SIZE,
 )
 from kafkatool.record.records import batch_record_chunks
-from kafkatool.record.varint import size_of_varint
+from kafkatool.record.varint import size_of_varint, size_of_varlong
 
 __all__ = ["BatchConverter", "v2_record_size"]
 
@@ -106,20 +106,10 @@ def _compress_and_frame(codec: int, body: bytes, magic: int, level: int | None, 
     return frame(compress(codec, body, magic=magic, level=level))
 
 
-def _varlong_size(value: int) -> int:
-    """Bytes :func:`kafkatool.record.varint.encode_varlong` would produce for ``value``."""
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    n = 1
-    while v >= 0x80:
-        v >>= 7
-        n += 1
-    return n
-
-
 def v2_record_size(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None) -> int:
     """Bytes one v2 record without headers takes in a records section (§4.2), its length
     varint included: what :func:`kafkatool.record.encode.v2_records` writes for it."""
-    body = 1 + _varlong_size(timestamp_delta) + size_of_varint(offset_delta) + 1  # attributes ... header count 0
+    body = 1 + size_of_varlong(timestamp_delta) + size_of_varint(offset_delta) + 1  # attributes ... header count 0
     body += 1 if key is None else size_of_varint(len(key)) + len(key)
     body += 1 if value is None else size_of_varint(len(value)) + len(value)
     return size_of_varint(body) + body

@@ -16,7 +16,9 @@ __all__ = [
     "encode_varint",
     "encode_varlong",
     "encode_uvarint",
+    "size_of_uvarint",
     "size_of_varint",
+    "size_of_varlong",
 ]
 
 
@@ -89,8 +91,10 @@ def decode_uvarint(buf: bytes | bytearray | memoryview, pos: int, max_bytes: int
 
 def encode_uvarint(value: int) -> bytes:
     """Encode an unsigned varint."""
-    if value < 0:
-        raise ValueError(f"unsigned varint cannot hold {value}")
+    if value < 0x80:
+        if value < 0:
+            raise ValueError(f"unsigned varint cannot hold {value}")
+        return bytes((value,))  # one byte: most lengths, deltas and counts
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
@@ -109,11 +113,20 @@ def encode_varlong(value: int) -> bytes:
     return encode_uvarint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
-def size_of_varint(value: int) -> int:
-    """Bytes :func:`encode_varint` would produce for ``value``."""
-    v = ((value << 1) ^ (value >> 31)) & 0xFFFFFFFF
+def size_of_uvarint(value: int) -> int:
+    """Bytes :func:`encode_uvarint` would produce for ``value`` (not negative)."""
     n = 1
-    while v >= 0x80:
-        v >>= 7
+    while value >= 0x80:
+        value >>= 7
         n += 1
     return n
+
+
+def size_of_varint(value: int) -> int:
+    """Bytes :func:`encode_varint` would produce for ``value``."""
+    return size_of_uvarint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+
+
+def size_of_varlong(value: int) -> int:
+    """Bytes :func:`encode_varlong` would produce for ``value``."""
+    return size_of_uvarint(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
