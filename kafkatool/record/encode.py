@@ -15,7 +15,6 @@ compiled extension provides the two per-record loops when it is built (the same 
 from __future__ import annotations
 
 import struct
-import zlib
 from typing import Sequence
 
 from kafkatool.errors import InvalidRecordError, KafkaToolError
@@ -23,6 +22,7 @@ from kafkatool.record.compression import Codec, decompress
 from kafkatool.record.crc import crc32c
 from kafkatool.record.layout import CODEC_MASK, LEGACY_TIMESTAMP_TYPE_BIT, LOG_OVERHEAD, V2_CRC_START, V2_HEADER, V2_HEADER_SIZE
 from kafkatool.record.legacy import decode_message, encode_message
+from kafkatool.record.v2 import encode_record
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
 
 __all__ = [
@@ -36,77 +36,15 @@ __all__ = [
 ]
 
 _U32 = struct.Struct(">I")
-_MSG_V0 = struct.Struct(">qiIbb")  # offset, size, crc, magic, attributes (§5.1)
-_MSG_V1 = struct.Struct(">qiIbbq")  # ... + timestamp
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_NULL = _I32.pack(-1)
-
-
-def _uvarint(v: int) -> bytes:
-    """The unsigned varint bytes of ``v`` (already zig-zagged and masked)."""
-    if v < 0x80:
-        return bytes((v,))
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
-
-
-#: zig-zag varint bytes of the small values -1..63 (lengths, deltas, counts): one lookup
-_SMALL = {v: _uvarint(((v << 1) ^ (v >> 31)) & 0xFFFFFFFF) for v in range(-1, 64)}
-
-
-def _varint(v: int) -> bytes:
-    """Zig-zag varint (32-bit), as :func:`kafkatool.record.varint.encode_varint`."""
-    b = _SMALL.get(v)
-    if b is not None:
-        return b
-    return _uvarint(((v << 1) ^ (v >> 31)) & 0xFFFFFFFF)
-
-
-def _varlong(v: int) -> bytes:
-    """Zig-zag varlong (64-bit), as :func:`kafkatool.record.varint.encode_varlong`."""
-    return _uvarint(((v << 1) ^ (v >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def py_v2_records(records: Sequence, base_offset: int, base_timestamp: int, *, headers: bool = True) -> bytes:
-    """Pure-Python :func:`v2_records` (the reference the compiled version is tested against)."""
-    out = bytearray()
-    varint = _varint
-    for r in records:
-        offset, timestamp, key, value, hdrs = r[0], r[1], r[2], r[3], r[4]
-        body = bytearray(b"\x00")  # record attributes: unused, always 0 (§4.2)
-        body += _varlong(timestamp - base_timestamp)
-        body += varint(offset - base_offset)
-        if key is None:
-            body += b"\x01"
-        else:
-            body += varint(len(key))
-            body += key
-        if value is None:
-            body += b"\x01"
-        else:
-            body += varint(len(value))
-            body += value
-        if headers and hdrs:
-            body += varint(len(hdrs))
-            for hk, hv in hdrs:
-                hkb = hk.encode("utf-8") if isinstance(hk, str) else bytes(hk)
-                body += varint(len(hkb))
-                body += hkb
-                if hv is None:
-                    body += b"\x01"
-                else:
-                    body += varint(len(hv))
-                    body += hv
-        else:
-            body += b"\x00"
-        out += varint(len(body))
-        out += body
-    return bytes(out)
+    """Pure-Python :func:`v2_records` (the reference the compiled version is tested against):
+    :func:`kafkatool.record.v2.encode_record` for each record."""
+    return b"".join(
+        encode_record(r[0] - base_offset, r[1] - base_timestamp, r[2], r[3], r[4] if headers else ())
+        for r in records
+    )
 
 
 def py_legacy_messages(
@@ -117,38 +55,15 @@ def py_legacy_messages(
     timestamp: int | None = None,
     attributes: int = 0,
 ) -> bytes:
-    """Pure-Python :func:`legacy_messages` (the reference the compiled version is tested against)."""
+    """Pure-Python :func:`legacy_messages` (the reference the compiled version is tested against):
+    :func:`kafkatool.record.legacy.encode_message` for each record."""
     if magic not in (0, 1):
         raise InvalidRecordError(f"Invalid magic value {magic}")
-    attributes &= 0xFF
-    if attributes > 127:
-        attributes -= 256
-    crc = zlib.crc32
-    i32 = _I32.pack
-    out = bytearray()
     rel = relative_to or 0
-    for r in records:
-        offset, ts, key, value = r[0], r[1], r[2], r[3]
-        if timestamp is not None:
-            ts = timestamp
-        if magic == 1:
-            prefix = _I64.pack(ts)
-            size = 22  # magic + attributes + timestamp + crc + two lengths
-        else:
-            prefix = b""
-            size = 14
-        kb = _NULL if key is None else i32(len(key)) + key
-        vb = _NULL if value is None else i32(len(value)) + value
-        if key is not None:
-            size += len(key)
-        if value is not None:
-            size += len(value)
-        tail = prefix + kb + vb
-        head = bytes((magic, attributes & 0xFF))
-        c = crc(tail, crc(head))
-        out += _MSG_V0.pack(offset - rel, size, c, magic, attributes)
-        out += tail
-    return bytes(out)
+    return b"".join(
+        encode_message(r[0] - rel, magic, r[1] if timestamp is None else timestamp, r[2], r[3], attributes)
+        for r in records
+    )
 
 
 def v2_batch(
