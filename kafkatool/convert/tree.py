@@ -75,6 +75,7 @@ from kafkatool.convert.segment import (
 )
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.compression import Codec
+from kafkatool.record.layout import CODEC_MASK, HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, MAGIC_OFFSET, RECORD_OVERHEAD_V0, V2
 from kafkatool.safety import exchange
 from kafkatool.safety.durable import TEMP_SUFFIX, fsync_dir, write_error
 from kafkatool.segment import files as names
@@ -250,8 +251,10 @@ def convert_partition_into(partition: Partition, out_dir: str, options: ConvertO
 def find_zstd_batch(path: str) -> int | None:
     """The position of the first v2 batch compressed with zstd in the ``.log`` at ``path``, or None.
 
-    Reads only the headers (17 bytes, then the attributes), skipping each entry by its size, and
-    stops quietly where the walk of §3 would stop (the conversion reports a bad entry itself).
+    Reads only the headers (up to the magic byte, then the attributes), skipping each entry by its
+    size, and stops quietly where the walk of §3 would stop (the conversion reports a bad entry
+    itself). Not the log-dir model's walk: that one checks every CRC, 5x slower over a 1 GiB
+    segment, and this runs on every segment before the conversion starts.
     """
     try:
         f = open(path, "rb", buffering=1 << 16)  # noqa: SIM115
@@ -260,19 +263,23 @@ def find_zstd_batch(path: str) -> int | None:
     with f:
         end = os.fstat(f.fileno()).st_size
         pos = 0
-        while pos < end - 17:
+        while pos < end - HEADER_SIZE_UP_TO_MAGIC:
             f.seek(pos)
-            head = f.read(23)
-            if len(head) < 17:
+            head = f.read(_UP_TO_CODEC)
+            if len(head) < HEADER_SIZE_UP_TO_MAGIC:
                 return None
-            size = int.from_bytes(head[8:12], "big", signed=True)
-            if size < 14 or pos > end - 12 - size:
+            size = int.from_bytes(head[V2.BATCH_LENGTH:LOG_OVERHEAD], "big", signed=True)
+            if size < RECORD_OVERHEAD_V0 or pos > end - LOG_OVERHEAD - size:
                 return None
-            magic = head[16]
-            if 2 <= magic < 128 and len(head) == 23 and (head[22] & 0x07) == Codec.ZSTD:
+            magic = head[MAGIC_OFFSET]
+            if 2 <= magic < 128 and len(head) == _UP_TO_CODEC and (head[_UP_TO_CODEC - 1] & CODEC_MASK) == Codec.ZSTD:
                 return pos
-            pos += 12 + size
+            pos += LOG_OVERHEAD + size
     return None
+
+
+_UP_TO_CODEC = V2.ATTRIBUTES + 2
+"""Bytes of a v2 header up to its codec bits (the low byte of the big-endian attributes)."""
 
 
 def _inside(a: str, b: str) -> bool:
