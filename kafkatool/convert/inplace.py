@@ -84,8 +84,8 @@ partition dir holding anything else is refused (nothing unknown is ever deleted)
 
 _KAFKA_PENDING = frozenset({names.FileKind.DELETED, names.FileKind.CLEANED, names.FileKind.SWAP})
 _METADATA_KINDS = frozenset({names.FileKind.CHECKPOINT_SNAPSHOT, names.FileKind.QUORUM_STATE})
-METADATA_TOPIC = "__cluster_metadata"
-"""The KRaft metadata log: converted at magic 2 only (its snapshots and quorum state carried over)."""
+METADATA_TOPIC = names.METADATA_TOPIC
+"""The KRaft metadata log's topic (:data:`kafkatool.segment.files.METADATA_TOPIC`): converted at magic 2 only (its snapshots and quorum state carried over)."""
 
 
 def _kinds(partition_dir: str) -> frozenset:

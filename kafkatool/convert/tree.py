@@ -96,8 +96,8 @@ __all__ = [
     "temp_dir_for",
 ]
 
-METADATA_TOPIC = "__cluster_metadata"
-"""The KRaft metadata log's topic: never converted below magic 2 (module doc)."""
+METADATA_TOPIC = names.METADATA_TOPIC
+"""The KRaft metadata log's topic (:data:`kafkatool.segment.files.METADATA_TOPIC`): never converted below magic 2 (module doc)."""
 
 Progress = Callable[[int], None]
 
