@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from kafkatool.convert.options import ConvertOptions, Loss
-from kafkatool.errors import KafkaToolError
-from kafkatool.record.compression import Codec
+from kafkatool.errors import InvalidRecordError, KafkaToolError
+from kafkatool.record.compression import codec_name
 from kafkatool.safety import (
     Backup,
     ExchangeUnavailable,
@@ -371,8 +371,8 @@ def _codec_text(codec: int | None) -> str:
     if codec is None:
         return "each batch's codec"
     try:
-        return Codec(codec).name.lower()
-    except ValueError:
+        return codec_name(codec)
+    except InvalidRecordError:
         return f"codec {codec}"
 
 

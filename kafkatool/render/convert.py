@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from kafkatool.render.plans import plural, report_fields
+from kafkatool.render.text import CODEC_NAMES  # codec names by id (attributes bits 0-2), as --compression takes them
 
 __all__ = [
     "CODEC_NAMES",
@@ -34,10 +35,6 @@ __all__ = [
     "in_place_plan_object",
     "in_place_summary_object",
 ]
-
-CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
-"""Codec names by id (attributes bits 0-2), as ``--compression`` takes them."""
-
 
 def camel(name: str) -> str:
     """``headers_dropped`` -> ``headersDropped`` (the JSON key of a snake_case name)."""
