@@ -816,3 +816,25 @@ def test_ctrl_c_during_in_place_execute_names_the_command_that_finishes_it(run, 
             f"`kafkatool convert --in-place --to-magic 2 --compression lz4 --level 9 --execute {real}` again to "
             "finish or confirm") in lines
     assert f"  {os.path.realpath(untouched)}: untouched" in lines
+
+
+def test_the_command_that_finishes_an_interrupted_run_keeps_every_option_that_changes_the_output(
+        run, tmp_path, monkeypatch) -> None:
+    """A rerun without --max-batch-bytes would batch the partition differently, one without
+    --skip-damaged would stop at the damage the first run converted around."""
+    from kafkatool.convert import inplace
+
+    part = copy_partition(FIXTURES / "v1-none-0", tmp_path)
+
+    def interrupted(plans, backup_dir, *, on_start, **kw):
+        on_start(plans[0].partition_dir)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(inplace, "apply_in_place", interrupted)
+    r = run("convert", "--in-place", "--execute", "--to-magic", "2", "--max-batch-bytes", "1", "--skip-damaged",
+            "--strict", "--jobs", "1", str(part))
+    assert r.code == 130, r
+    real = os.path.realpath(part)
+    assert (f"run `kafkatool convert --in-place --to-magic 2 --max-batch-bytes 1 --skip-damaged --strict --execute "
+            f"{real}` again") in r.err
+

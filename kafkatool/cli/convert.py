@@ -440,7 +440,9 @@ def _in_place(paths, options, out, *, fmt: str, execute: bool, backup_dir: str |
 
 def _again(options) -> str:
     """The command line (after ``kafkatool``, before ``--execute``) that completes an interrupted
-    ``--in-place`` run: the same target."""
+    ``--in-place`` run: the same target, and every option that changes what is written (the
+    batching, what is dropped, how damage is met)."""
+    from kafkatool.convert.options import DEFAULT_MAX_BATCH_BYTES
     from kafkatool.render.convert import CODEC_NAMES
 
     words = ["convert", "--in-place", "--to-magic", str(options.magic)]
@@ -448,8 +450,16 @@ def _again(options) -> str:
         words += ["--compression", CODEC_NAMES[options.codec]]
     if options.level is not None:
         words += ["--level", str(options.level)]
+    if options.max_batch_bytes != DEFAULT_MAX_BATCH_BYTES:
+        words += ["--max-batch-bytes", str(options.max_batch_bytes)]
     if options.drop_aborted:
         words.append("--drop-aborted")
+    if options.salvage:
+        words.append("--salvage")
+    elif options.skip_damaged:
+        words.append("--skip-damaged")
+    if options.strict:
+        words.append("--strict")
     return " ".join(words)
 
 
