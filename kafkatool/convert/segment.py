@@ -444,13 +444,13 @@ def _write_segment(segment: Segment, out_dir: str, options: ConvertOptions, conv
     final = os.path.join(out_dir, name)
     index_path = os.path.join(out_dir, names.segment_file_name(base, names.INDEX_SUFFIX))
     builder = IndexBuilder(base, index_interval_bytes=DEFAULT_INDEX_INTERVAL_BYTES, path=index_path)
-    tmp = final + TEMP_SUFFIX
-    fd = _open_new(tmp)
     position = 0
     batches = 0
-    buf = bytearray()
     add, fields, limit = builder.add_batch, index_fields, WRITE_BUFFER  # one look-up per segment, not per entry
-    try:
+
+    def fill(fd: int, tmp: str) -> None:
+        nonlocal position, batches
+        buf = bytearray()
         for entry in _in_order(converted_entries(segment, converter, options, loss, progress=progress)):
             size = len(entry)
             first, last, max_timestamp = fields(entry)
@@ -471,16 +471,8 @@ def _write_segment(segment: Segment, out_dir: str, options: ConvertOptions, conv
                 buf.clear()
         if buf:
             write_all(fd, buf, tmp)
-        buf = bytearray()
-    except BaseException:
-        os.close(fd)
-        _discard(tmp)
-        raise
-    try:
-        _finish(fd, tmp, final, log_stat, like_owner)
-    except BaseException:
-        _discard(tmp)
-        raise
+
+    _write_new(final, log_stat, like_owner, fill)
     offset_index, time_index = builder.finish()
     write_file(index_path, offset_index, _stat(segment.index_path) or log_stat, like_owner=like_owner)
     write_file(os.path.join(out_dir, names.segment_file_name(base, names.TIME_INDEX_SUFFIX)), time_index,
