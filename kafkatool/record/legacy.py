@@ -5,7 +5,7 @@ from __future__ import annotations
 import struct
 from typing import Iterable, Iterator
 
-from kafkatool.errors import CompressionError, CorruptRecordError, InvalidRecordError
+from kafkatool.errors import CompressionError, CorruptRecordError, InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import Batch, Record, batch_from_header
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED, Codec, StreamBuffer, compress, iter_decompress
 from kafkatool.record.crc import crc32
@@ -243,6 +243,19 @@ def iter_legacy_record_chunks(
 INNER_LIMIT = 4096
 
 
+_SMALL_INNER = f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0})"
+
+
+def _inner_error(e: InvalidRecordError | CorruptRecordError, base: int, value_start: int) -> KafkaToolError:
+    """An inner message's error as the wrapper's: located at the wrapper's value, the message
+    saying where in the decompressed stream (``base``: the stream byte of the buffer's byte 0)."""
+    return type(e)(
+        f"{e.message} (inner message at byte {base + e.position} of the decompressed wrapper)",
+        position=value_start,
+        kind=e.kind if isinstance(e, CompressionError) else "invalid_wrapper",
+    )
+
+
 def _inner_entries(w: StreamBuffer, value_start: int) -> Iterator[tuple[list, int, int]]:
     """``(entries, first_pos, base)`` for the complete inner messages of a wrapper's
     decompressed stream, in groups: each entry is what :func:`decode_message` returns, the
@@ -256,11 +269,7 @@ def _inner_entries(w: StreamBuffer, value_start: int) -> Iterator[tuple[list, in
                 entry = decode_message(buf, pos, len(buf))
             except (InvalidRecordError, CorruptRecordError) as e:
                 w.drain()
-                raise type(e)(
-                    f"{e.message} (inner message at byte {base + e.position} of the decompressed wrapper)",
-                    position=value_start,
-                    kind=e.kind if isinstance(e, CompressionError) else "invalid_wrapper",
-                ) from None
+                raise _inner_error(e, base, value_start) from None
             w.pos = pos + LOG_OVERHEAD + entry[1]
             yield [entry], pos, base
         return
@@ -271,21 +280,13 @@ def _inner_entries(w: StreamBuffer, value_start: int) -> Iterator[tuple[list, in
             entries, w.pos, status = _fast_inner(buf, first, len(buf), INNER_LIMIT)
         except (InvalidRecordError, CorruptRecordError) as e:
             w.drain()
-            raise type(e)(
-                f"{e.message} (inner message at byte {w.base + e.position} of the decompressed wrapper)",
-                position=value_start,
-                kind=e.kind if isinstance(e, CompressionError) else "invalid_wrapper",
-            ) from None
+            raise _inner_error(e, w.base, value_start) from None
         yield entries, first, w.base
         if status == _INNER_LIMIT:
             continue
         if status == _INNER_BAD_SIZE:
             w.drain()  # a failing stream is reported first, as a whole decompression would
-            raise CorruptRecordError(
-                f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0}) (inner message at byte {w.base + w.pos} of the decompressed wrapper)",
-                position=value_start,
-                kind="invalid_wrapper",
-            )
+            raise _inner_error(CorruptRecordError(_SMALL_INNER, position=w.pos), w.base, value_start)
         if w.final:
             return  # fewer than 12 bytes, or a truncated message, left: dropped
         w.read_more()
@@ -311,11 +312,7 @@ def _inner_messages(w: StreamBuffer, value_start: int) -> Iterator[tuple[bytearr
             (isize,) = _I32.unpack_from(buf, pos + LEGACY.SIZE_FIELD)
             if isize < RECORD_OVERHEAD_V0:
                 w.drain()  # a failing stream is reported first, as a whole decompression would
-                raise CorruptRecordError(
-                    f"Record size is less than the minimum record overhead ({RECORD_OVERHEAD_V0}) (inner message at byte {w.base + pos} of the decompressed wrapper)",
-                    position=value_start,
-                    kind="invalid_wrapper",
-                )
+                raise _inner_error(CorruptRecordError(_SMALL_INNER, position=pos), w.base, value_start)
             if pos + LOG_OVERHEAD + isize > end:
                 break
             yield buf, pos, w.base
