@@ -15,6 +15,7 @@ import click
 
 from kafkatool.cli.main import ExitCode
 from kafkatool.cli.options import compact_json, json_lines_stream, safe_text_stream
+from kafkatool.convert.options import DEFAULT_MAX_BATCH_BYTES
 from kafkatool.record.layout import INT32_MAX
 
 #: Compression levels each codec takes: Kafka's own bounds (``CompressionType``'s MIN_LEVEL and
@@ -49,7 +50,8 @@ class _Command(click.Command):
 @click.option("--level", type=int, metavar="N",
               help="Compression level (needs --compression): gzip 1-9, lz4 1-17, zstd -131072-22, Kafka's "
                    "bounds; snappy and none take none. Default: Kafka's default for the codec.")
-@click.option("--max-batch-bytes", type=click.IntRange(1, INT32_MAX), default=1048588, show_default=True, metavar="N",
+@click.option("--max-batch-bytes", type=click.IntRange(1, INT32_MAX), default=DEFAULT_MAX_BATCH_BYTES, show_default=True,
+              metavar="N",
               help="Up-converting: a run of uncompressed legacy messages becomes v2 batches of at most N bytes "
                    "(Kafka's message.max.bytes default); a compressed wrapper always becomes one batch.")
 @click.option("--drop-aborted", is_flag=True,
@@ -442,7 +444,6 @@ def _again(options) -> str:
     """The command line (after ``kafkatool``, before ``--execute``) that completes an interrupted
     ``--in-place`` run: the same target, and every option that changes what is written (the
     batching, what is dropped, how damage is met)."""
-    from kafkatool.convert.options import DEFAULT_MAX_BATCH_BYTES
     from kafkatool.render.convert import CODEC_NAMES
 
     words = ["convert", "--in-place", "--to-magic", str(options.magic)]
