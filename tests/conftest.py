@@ -66,6 +66,57 @@ def run(capsys):
     return _run
 
 
+#: Skip reasons that mean "this machine lacks the Spark extra or a JVM" (CI installs both: it fails instead).
+_SPARK_SKIP = re.compile(r"Spark tests need")
+
+
+def spark_missing() -> str | None:
+    """Why the Spark tests cannot run here (pyspark/pyarrow not installed, no ``java``), or None."""
+    import importlib.util
+    import shutil
+
+    for mod in ("pyspark", "pyarrow", "pandas"):
+        if importlib.util.find_spec(mod) is None:
+            return f"Spark tests need the spark extra ({mod} is not installed: pip install -e '.[test,spark]')"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "Spark tests need a Java runtime (no java on PATH and JAVA_HOME unset)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One ``local[2]`` SparkSession for the whole run, with the kafka_segments source registered.
+
+    Skips (fails under CI) when the spark extra or Java is missing."""
+    why = spark_missing()
+    if why:
+        pytest.skip(why)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("kafkatool-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        from kafkatool.spark import register
+    except ImportError:
+        register = None
+    if register is not None:
+        register(session)
+    yield session
+    session.stop()
+
+
 def real_fixture(rel: str) -> Path:
     """A file under the real fixtures (:data:`REAL`), or skip the test when it is not there (fail under CI)."""
     path = REAL / rel
@@ -143,7 +194,8 @@ def pytest_runtest_makereport(item, call):
     if not (IN_CI and report.skipped) or hasattr(report, "wasxfail"):
         return
     reason = _skip_reason(report)
-    if _REAL_SKIP.search(reason) or (_COMPILED_SKIP.search(reason) and not _purposely_pure()):
+    if (_REAL_SKIP.search(reason) or _SPARK_SKIP.search(reason)
+            or (_COMPILED_SKIP.search(reason) and not _purposely_pure())):
         report.outcome = "failed"
         report.longrepr = f"CI does not skip: {reason}"
 
