@@ -6,6 +6,7 @@ import os
 import re
 import sys
 import time
+from typing import Callable, Collection, Iterable
 
 import click
 
@@ -13,6 +14,9 @@ from kafkatool.cli.main import ExitCode
 
 _RATE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)(?:i?[bB](?:/s)?)?\s*$")
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+#: What verify says of a named path with nothing to check in it (exit status 2).
+NOTHING_KAFKA = "nothing Kafka found here (no partition directory, segment, index, snapshot or checkpoint file)"
 
 
 def _parse_rate(ctx: click.Context, param: click.Parameter, value: str | None) -> float | None:
@@ -74,8 +78,7 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
     checked. Exit status: 0 no failing findings; 1 failing findings (a file that cannot be
     read is one: `unreadable`); 2 bad usage, or a path with nothing Kafka in it.
     """
-    from kafkatool.render import findings as fr
-    from kafkatool.verify import INFO_KINDS, KINDS, FileSummary, Finding, VerifyOptions, expand_targets, start_rate_clock, verify_group
+    from kafkatool.verify import INFO_KINDS, KINDS, FileSummary, VerifyOptions, expand_targets, start_rate_clock, verify_group
 
     if fmt == "lines":
         if not quiet:
@@ -90,35 +93,17 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
         max_decompressed=max_decompressed_bytes,
         max_rate=(max_rate / jobs) if max_rate else None,
     )
-    def console(stderr: bool):
-        # Rich is imported only when something is drawn for a terminal, or a table is asked for
-        from rich.console import Console
-
-        if stderr:
-            return Console(stderr=True, highlight=False, markup=False)
-        return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 200)
-
     nothing: list[str] = []
     groups = expand_targets(paths, nothing)
     if nothing:
         for p in nothing:
-            sys.stderr.write(f"kafkatool: error: {p}: nothing Kafka found here (no partition directory, segment, "
-                             "index, snapshot or checkpoint file)\n")
+            sys.stderr.write(f"kafkatool: error: {p}: {NOTHING_KAFKA}\n")
         sys.exit(ExitCode.USAGE)
     if jobs > 1 and len(groups) == 1:
         # one partition (or one file): split its large segments across the processes instead
         opts = VerifyOptions(deep=opts.deep, max_decompressed=opts.max_decompressed, max_rate=max_rate, workers=jobs)
     started = time.monotonic()
     start_rate_clock()
-    findings: list[Finding] = []
-    summaries: list[FileSummary] = []
-    counts: dict[str, int] = {}
-    failing = 0
-    out = sys.stdout
-    if fmt == "jsonl":
-        from kafkatool.cli.options import json_lines_stream
-
-        json_lines_stream(out)
     tty_err = sys.stderr.isatty()
 
     progress = None
@@ -134,7 +119,7 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
         )
         progress = Progress(
             TextColumn("verify"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
-            TextColumn("{task.fields[files]} files"), console=console(True), transient=True,
+            TextColumn("{task.fields[files]} files"), console=_console(True), transient=True,
         )
         task = progress.add_task("verify", total=total, files=0)
         progress.start()
@@ -143,41 +128,81 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
         if progress is not None:
             progress.update(task, advance=n)
 
-    def take(item) -> None:
-        nonlocal failing
-        if isinstance(item, FileSummary):
-            summaries.append(item)
-            if progress is not None:
-                progress.update(task, files=len(summaries))
-            return
-        if item.kind in ignored:
-            return
-        counts[item.kind] = counts.get(item.kind, 0) + 1
-        if item.kind in fail_kinds:
-            failing += 1
-        if fmt == "jsonl":
-            out.write(fr.finding_line(item) + "\n")
-        elif fmt == "text":
-            out.write(fr.finding_text(item) + "\n")
-        else:
-            findings.append(item)
-
-    try:
-        if jobs > 1 and len(groups) > 1:
-            from concurrent.futures import ProcessPoolExecutor
-
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                for group, items in zip(groups, pool.map(_run_group, groups, [opts] * len(groups))):
-                    for item in items:
-                        take(item)
-                    on_bytes(sum(s.bytes for s in items if isinstance(s, FileSummary) and s.kind == "log"))
-        else:
-            for group in groups:
-                for item in verify_group(group, opts, on_bytes):
-                    take(item)
-    finally:
+    def on_file(n: int) -> None:
         if progress is not None:
-            progress.stop()
+            progress.update(task, files=n)
+
+    def items():
+        try:
+            if jobs > 1 and len(groups) > 1:
+                from concurrent.futures import ProcessPoolExecutor
+
+                with ProcessPoolExecutor(max_workers=jobs) as pool:
+                    for group, done in zip(groups, pool.map(_run_group, groups, [opts] * len(groups))):
+                        yield from done
+                        on_bytes(sum(s.bytes for s in done if isinstance(s, FileSummary) and s.kind == "log"))
+            else:
+                for group in groups:
+                    yield from verify_group(group, opts, on_bytes)
+        finally:
+            if progress is not None:
+                progress.stop()
+
+    sys.exit(report(items(), fmt, fail_kinds, ignored, quiet, started, on_file))
+
+
+def _console(stderr: bool):
+    # Rich is imported only when something is drawn for a terminal, or a table is asked for
+    from rich.console import Console
+
+    if stderr:
+        return Console(stderr=True, highlight=False, markup=False)
+    return Console(highlight=False, markup=False, width=None if sys.stdout.isatty() else 200)
+
+
+def report(items: Iterable["Finding | FileSummary"], fmt: str, fail_kinds: Collection[str], ignored: Collection[str],
+           quiet: bool, started: float, on_file: Callable[[int], None] | None = None) -> ExitCode:
+    """Print verify's results as ``kafkatool verify`` does and return its exit status: ``items``
+    (findings and file summaries, in the order to print) in ``fmt`` (``text``, ``table`` or
+    ``jsonl``) on standard output, then the summary on standard error (unless ``quiet``).
+    Findings of ``ignored`` kinds are left out; those of ``fail_kinds`` make the status 1.
+    ``started`` is the run's ``time.monotonic()`` start; ``on_file(n)`` is called with the number
+    of files checked so far. ``kafkatool spark verify`` prints through this too."""
+    from kafkatool.render import findings as fr
+    from kafkatool.verify import FileSummary
+
+    findings: list = []
+    summaries: list = []
+    counts: dict[str, int] = {}
+    failing = 0
+    out = sys.stdout
+    if fmt == "jsonl":
+        from kafkatool.cli.options import json_lines_stream
+
+        json_lines_stream(out)
+    tty_err = sys.stderr.isatty()
+    try:
+        for item in items:
+            if isinstance(item, FileSummary):
+                summaries.append(item)
+                if on_file is not None:
+                    on_file(len(summaries))
+                continue
+            if item.kind in ignored:
+                continue
+            counts[item.kind] = counts.get(item.kind, 0) + 1
+            if item.kind in fail_kinds:
+                failing += 1
+            if fmt == "jsonl":
+                out.write(fr.finding_line(item) + "\n")
+            elif fmt == "text":
+                out.write(fr.finding_text(item) + "\n")
+            else:
+                findings.append(item)
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:  # a generator's cleanup (a progress bar to stop) before anything more is printed
+            close()
     seconds = time.monotonic() - started
     if fmt == "jsonl":
         states: dict[str, int] = {}
@@ -187,14 +212,14 @@ def verify(paths, deep, fmt, fail_on, ignore, max_rate, jobs, max_decompressed_b
         out.write(fr.summary_line(len(summaries), sum(s.bytes for s in summaries),
                                   sum(s.batches for s in summaries), counts, failing, seconds, states) + "\n")
     elif fmt == "table" and findings:
-        fr.render_table(console(False), findings, fail_kinds)
+        fr.render_table(_console(False), findings, fail_kinds)
     out.flush()
     if not quiet:
         if tty_err:
-            fr.render_summary(console(True), summaries, counts, failing, seconds)
+            fr.render_summary(_console(True), summaries, counts, failing, seconds)
         else:  # for a pipe or a file: plain lines, never wrapped, and no Rich to import
             sys.stderr.write("".join(line + "\n" for line in fr.summary_lines(summaries, counts, failing, seconds)))
-    sys.exit(ExitCode.FINDINGS if failing else ExitCode.OK)
+    return ExitCode.FINDINGS if failing else ExitCode.OK
 
 
 def _run_group(group, opts):
