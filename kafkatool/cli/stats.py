@@ -6,10 +6,14 @@ from __future__ import annotations
 import sys
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterable
 
 import click
 
 from kafkatool.cli.main import ExitCode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from kafkatool.stats import PartitionStats, StatsRun
 
 
 @click.command(context_settings={"max_content_width": 100},
@@ -40,45 +44,61 @@ def stats(paths, fmt, deep, max_producers, jobs, quiet) -> None:
     partition read cleanly; 1 a partition with problems (a corrupt region, a CRC mismatch, an
     unreadable file or checkpoint); 2 bad usage, or a path with nothing Kafka in it.
     """
-    from kafkatool.cli.options import json_lines_stream, safe_text_stream
-    from kafkatool.render import stats as render
     from kafkatool.stats import StatsOptions, find_targets, stats_of
 
     found, run = find_targets(paths)
-    if run.not_segments or run.nothing:  # before anything is read, as verify does
+    refuse_unusable(run)
+    opts = StatsOptions(deep=deep, max_producers=max_producers)
+    started = time.monotonic()
+    sys.exit(report(stats_of(found, opts, jobs=jobs), fmt, quiet, started))
+
+
+def refuse_unusable(run: "StatsRun") -> None:
+    """Exit with status 2, one line per path, when a named path holds nothing to count or is a
+    file other than a segment: before anything is read, as verify does."""
+    if run.not_segments or run.nothing:
         for p in run.not_segments:
             sys.stderr.write(f"kafkatool: error: {p}: not a segment file (stats reads .log files, partition dirs "
                              "and log dirs)\n")
         for p in run.nothing:
             sys.stderr.write(f"kafkatool: error: {p}: nothing Kafka found here (no partition directory or segment)\n")
         sys.exit(ExitCode.USAGE)
+
+
+def report(results: Iterable["PartitionStats"], fmt: str, quiet: bool, started: float) -> ExitCode:
+    """Print stats results as ``kafkatool stats`` does and return its exit status: ``results`` in
+    ``fmt`` (``text``, ``table`` or ``jsonl``) on standard output, each as it comes (a table once
+    all are in, with a progress line at a terminal), then the summary line on standard error
+    (unless ``quiet``). ``started`` is the run's ``time.monotonic()`` start. ``kafkatool spark
+    stats`` prints through this too."""
+    from kafkatool.cli.options import json_lines_stream, safe_text_stream
+    from kafkatool.render import stats as render
+
     out = sys.stdout
     if fmt == "jsonl":
         json_lines_stream(out)
     else:
         safe_text_stream(out)
-    opts = StatsOptions(deep=deep, max_producers=max_producers)
-    started = time.monotonic()
-    results = []
+    done = []
     with _progress(fmt == "table" and not quiet and sys.stderr.isatty()) as advance:
-        for s in stats_of(found, opts, jobs=jobs):
-            results.append(s)
+        for s in results:
+            done.append(s)
             advance(s)
             if fmt == "jsonl":
                 out.write(render.dumps(render.partition_object(s)) + "\n")
             elif fmt == "text":
-                out.write(("\n" if len(results) > 1 else "") + render.partition_text(s))
+                out.write(("\n" if len(done) > 1 else "") + render.partition_text(s))
     seconds = time.monotonic() - started
     if fmt == "jsonl":
-        out.write(render.dumps(render.summary_object(results, seconds)) + "\n")
-    elif fmt == "table" and results:
+        out.write(render.dumps(render.summary_object(done, seconds)) + "\n")
+    elif fmt == "table" and done:
         from rich.console import Console
 
-        render.render_table(Console(highlight=False, markup=False, width=None if out.isatty() else 200), results)
+        render.render_table(Console(highlight=False, markup=False, width=None if out.isatty() else 200), done)
     out.flush()
     if not quiet:
-        sys.stderr.write(render.summary_line(results, seconds) + "\n")
-    sys.exit(ExitCode.FINDINGS if any(s.problems for s in results) else ExitCode.OK)
+        sys.stderr.write(render.summary_line(done, seconds) + "\n")
+    return ExitCode.FINDINGS if any(s.problems for s in done) else ExitCode.OK
 
 
 @contextmanager
