@@ -1,0 +1,290 @@
+"""What one Spark task of the ``kafka_segments`` source runs: Arrow record batches for its slice of the input.
+
+No pyspark here (pyarrow only), so everything is testable without a JVM:
+
+* :func:`read` dispatches on the kind; ``records``/``batches`` go to :func:`kafkatool.spark.rows.read`
+  one slice at a time (:func:`read_rows`);
+* :func:`read_findings`: kafkatool verify's findings and per-file summaries of a task's verify
+  groups, one row each (``type`` ``finding``/``summary``), in verify's order (``task``, ``seq``);
+  :func:`finding_of_row` turns a row back into the :class:`~kafkatool.verify.Finding` or
+  :class:`~kafkatool.verify.FileSummary` it came from, for the driver to render;
+* :func:`read_stats`: one row per segment, its :func:`kafkatool.stats.segment_stats` pickled; the
+  driver combines a partition's rows with :func:`kafkatool.stats.combine_stats` (:func:`stats_of_row`).
+
+A damaged segment never fails the job: rows.read and verify report damage as rows. What
+escapes them anyway is guarded per slice (per verify group, per segment): a located
+:class:`~kafkatool.errors.KafkaToolError` or an :class:`OSError` (a segment deleted by retention
+after planning, a permission) becomes one error row saying where reading stopped, and the task
+goes on with its next slice. Anything else is a bug and fails the task loudly; so does a missing
+codec library (:class:`~kafkatool.errors.MissingDependencyError`): that is the executor's
+environment, not the data, and error rows would hide it in every compressed batch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pickle
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+from kafkatool.errors import KafkaToolError, MissingDependencyError
+
+__all__ = [
+    "FLUSH_ROWS",
+    "read",
+    "read_rows",
+    "read_findings",
+    "read_stats",
+    "stats_options",
+    "finding_of_row",
+    "stats_of_row",
+]
+
+#: Findings rows per Arrow batch (a finding is small; a damaged fleet can have millions).
+FLUSH_ROWS = 4096
+
+
+def read(task: Any, opts: Any, index: int = 0) -> Iterator[pa.RecordBatch]:
+    """The Arrow batches of one task of kind ``opts.kind`` (``index``: the task's number, for findings' order)."""
+    kind = opts.kind
+    if kind == "findings":
+        return read_findings(task, opts, index=index)
+    if kind == "stats":
+        return read_stats(task, opts)
+    return read_rows(task, opts)
+
+
+# ----------------------------------------------------------------------------- records, batches
+
+
+def read_rows(task: Any, opts: Any) -> Iterator[pa.RecordBatch]:
+    """:func:`kafkatool.spark.rows.read` over each slice of ``task`` in turn, guarded per slice."""
+    from kafkatool.spark import rows
+
+    for s in task.slices:
+        try:
+            yield from rows.read(dataclasses.replace(task, slices=(s,)), opts)
+        except MissingDependencyError:
+            raise
+        except (KafkaToolError, OSError) as e:
+            yield _error_batch(opts.kind, s, e)
+
+
+def _where(s: Any, e: BaseException) -> tuple[str, int | None, str, str]:
+    """(file, position, kind, message) of an error that stopped reading slice ``s``."""
+    if isinstance(e, KafkaToolError):
+        return e.path or s.log_path, e.position if e.path else None, e.kind or "unreadable", e.message
+    reason = getattr(e, "strerror", None) or str(e)
+    return getattr(e, "filename", None) or s.log_path, None, "unreadable", f"cannot read the file: {reason}"
+
+
+def _error_batch(kind: str, s: Any, e: BaseException) -> pa.RecordBatch:
+    """One row saying that reading ``s`` stopped at ``e``: the rows before it were given, none after."""
+    from kafkatool.spark.schema import arrow_schema
+
+    schema = arrow_schema(kind)
+    file, position, error_kind, message = _where(s, e)
+    end = "its end" if s.end is None else f"byte {s.end}"
+    text = (f"{file}:{position if position is not None else s.start}: {error_kind}: {message} "
+            f"(reading stopped here: nothing more of bytes {s.start} to {end} of {s.log_path} was read)")
+    values = {
+        "topic": s.topic,
+        "partition": s.partition,
+        "segment": s.log_path,
+        "segmentBaseOffset": s.base_offset,
+        "batchPosition": position if position is not None else s.start,
+        "position": position if position is not None else s.start,
+        "error": text,
+        "errorKind": error_kind,
+    }
+    arrays = [pa.array([values.get(f.name)], type=f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+# ----------------------------------------------------------------------------- findings
+
+
+def _json(v: Any) -> str | None:
+    if v is None:
+        return None
+    return json.dumps(list(v) if isinstance(v, tuple) else v, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _unjson(text: str | None) -> Any:
+    if text is None:
+        return None
+    v = json.loads(text)
+    return tuple(v) if isinstance(v, list) else v
+
+
+class _Rows:
+    """Findings rows gathered column-wise and flushed as Arrow batches."""
+
+    def __init__(self, kind: str) -> None:
+        from kafkatool.spark.schema import arrow_schema
+
+        self.schema = arrow_schema(kind)
+        self.names = self.schema.names
+        self.columns: dict[str, list] = {n: [] for n in self.names}
+        self.n = 0
+
+    def add(self, row: dict[str, Any]) -> None:
+        for name in self.names:
+            self.columns[name].append(row.get(name))
+        self.n += 1
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        if self.n:
+            batch = pa.RecordBatch.from_arrays(
+                [pa.array(self.columns[f.name], type=f.type) for f in self.schema], schema=self.schema)
+            self.columns = {n: [] for n in self.names}
+            self.n = 0
+            yield batch
+
+
+def _finding_row(item: Any) -> dict[str, Any]:
+    from kafkatool.verify import Finding
+
+    if isinstance(item, Finding):
+        return {
+            "type": "finding", "file": item.file, "position": item.position, "length": item.length,
+            "kind": str(item.kind), "message": item.message, "batchIndex": item.batch_index,
+            "firstOffset": item.first_offset, "lastOffset": item.last_offset,
+            "expected": _json(item.expected), "found": _json(item.found), "batchesAfter": item.batches_after,
+        }
+    return {
+        "type": "summary", "file": item.file, "fileKind": str(item.kind), "bytes": item.bytes,
+        "batches": item.batches, "findings": item.findings, "state": item.state,
+    }
+
+
+def verify_options(opts: Any) -> Any:
+    """The :class:`~kafkatool.verify.VerifyOptions` of a findings read (``deep`` from the options)."""
+    from kafkatool.verify import VerifyOptions
+
+    return VerifyOptions(deep=opts.deep)
+
+
+def task_groups(task: Any) -> list[list[Any]]:
+    """The verify groups (:func:`kafkatool.verify.expand_targets`) a findings task checks."""
+    groups = getattr(task, "groups", None)
+    if groups is not None:
+        return [list(g) for g in groups]
+    from kafkatool.verify import expand_targets
+
+    return expand_targets(list(task.paths))
+
+
+def read_findings(task: Any, opts: Any, *, index: int = 0) -> Iterator[pa.RecordBatch]:
+    """The findings and file summaries of ``task``'s verify groups, as rows in verify's order.
+
+    Each row carries ``task`` (``index``) and ``seq`` (its place in this task): sorted by both,
+    the rows of all tasks are what ``kafkatool verify`` yields on the same paths, when the tasks
+    are numbered in plan order."""
+    from kafkatool.verify import FileSummary, Finding, FindingKind, verify_group
+
+    vopts = verify_options(opts)
+    out = _Rows("findings")
+    seq = 0
+    for group in task_groups(task):
+        emitted: set[str] = set()  # files whose summary is out: a later failure is about another
+        try:
+            for item in verify_group(group, vopts):
+                row = _finding_row(item)
+                if isinstance(item, FileSummary):
+                    emitted.add(item.file)
+                row["task"], row["seq"] = index, seq
+                seq += 1
+                out.add(row)
+                if out.n >= FLUSH_ROWS:
+                    yield from out.flush()
+        except MissingDependencyError:
+            raise
+        except (KafkaToolError, OSError) as e:
+            # verify reports what it cannot read as findings; this is what escaped it anyway
+            left = [t.path for t in group if t.path not in emitted] or [group[0].path if group else "?"]
+            file = getattr(e, "path", None) or getattr(e, "filename", None) or left[0]
+            message = f"verify stopped: {getattr(e, 'message', None) or getattr(e, 'strerror', None) or e}"
+            position = getattr(e, "position", None) if getattr(e, "path", None) else None
+            for item in (Finding(file, position, None, FindingKind.UNREADABLE, message),
+                         FileSummary(file, FindingKind.UNREADABLE, 0, 0, 1, None)):
+                row = _finding_row(item)
+                row["task"], row["seq"] = index, seq
+                seq += 1
+                out.add(row)
+    yield from out.flush()
+
+
+def finding_of_row(row: Any) -> Any:
+    """The :class:`~kafkatool.verify.Finding` or :class:`~kafkatool.verify.FileSummary` of a findings
+    row (a ``pyspark.sql.Row``, a dict, anything with ``row["file"]``)."""
+    from kafkatool.verify import FileSummary, Finding, FindingKind
+
+    if row["type"] == "finding":
+        return Finding(row["file"], row["position"], row["length"], FindingKind(row["kind"]), row["message"],
+                       row["batchIndex"], row["firstOffset"], row["lastOffset"], _unjson(row["expected"]),
+                       _unjson(row["found"]), row["batchesAfter"])
+    kind = row["fileKind"]
+    try:
+        kind = FindingKind(kind)
+    except ValueError:  # a file kind (log, index, ...), not a finding kind
+        pass
+    return FileSummary(row["file"], kind, row["bytes"], row["batches"], row["findings"], row["state"])
+
+
+# ----------------------------------------------------------------------------- stats
+
+
+def stats_options(opts: Any) -> Any:
+    """The :class:`~kafkatool.stats.StatsOptions` each segment is counted with: every producer
+    listed (up to the exact-count limit), so :func:`~kafkatool.stats.combine_stats` is exact."""
+    from kafkatool.stats import PRODUCER_COUNT_LIMIT, StatsOptions
+
+    return StatsOptions(deep=opts.deep, max_producers=PRODUCER_COUNT_LIMIT)
+
+
+def _failed_stats(log_path: str, e: BaseException) -> Any:
+    """A segment's stats when counting it failed: nothing counted, one located problem."""
+    from kafkatool.stats import CHECKPOINTS, CheckpointComparison, CheckpointState, PartitionStats, Problem
+
+    if isinstance(e, KafkaToolError):
+        problem = Problem(e.path or log_path, e.position if e.path else None, e.message, e.kind or "error")
+    else:
+        problem = Problem(getattr(e, "filename", None) or log_path, None,
+                          getattr(e, "strerror", None) or str(e), "unreadable")
+    return PartitionStats(
+        path=log_path, topic=None, partition=None, state=None, is_file=True, segments=1, bytes=0, batch_bytes=0,
+        batches=0, records=0, unopened_wrappers=0, first_offset=None, last_offset=None, log_end=None,
+        min_timestamp=None, max_timestamp=None, magics={}, codecs={}, timestamp_types={}, transactional_batches=0,
+        control_batches=0, control_types={}, crc_mismatches=0, producers=(), producer_count=0,
+        producer_count_exact=True, idempotent_batches=0,
+        checkpoints=tuple(CheckpointComparison(n, None, CheckpointState.NOT_COMPARED) for n in CHECKPOINTS),
+        trailing_bytes=0, problems=(problem,),
+    )
+
+
+def read_stats(task: Any, opts: Any) -> Iterator[pa.RecordBatch]:
+    """One row per segment of ``task``: topic, partition, partitionPath, segment, and ``stats``,
+    the pickle of :func:`kafkatool.stats.segment_stats` (which reports bad input as problems)."""
+    from kafkatool.segment.logdir import Segment
+    from kafkatool.stats import segment_stats
+
+    sopts = stats_options(opts)
+    out = _Rows("stats")
+    for s in task.slices:
+        try:
+            st = segment_stats(Segment.at(s.log_path, base_offset=s.base_offset), sopts)
+        except MissingDependencyError:
+            raise
+        except (KafkaToolError, OSError) as e:
+            st = _failed_stats(s.log_path, e)
+        out.add({"topic": s.topic, "partition": s.partition, "partitionPath": s.partition_path,
+                 "segment": s.log_path, "stats": pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)})
+    yield from out.flush()
+
+
+def stats_of_row(row: Any) -> Any:
+    """The :class:`~kafkatool.stats.PartitionStats` of one stats row (its segment's)."""
+    return pickle.loads(row["stats"])
