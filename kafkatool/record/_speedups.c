@@ -21,6 +21,10 @@
  * list: it stops after `limit` records or `budget` bytes, and without `final` it
  * stops before a record it cannot decide from the bytes it has (see decode()).
  *
+ * decode_columns_v2(...) is the same loop again, appending each record's fields
+ * straight into Arrow-layout bytearrays (kafkatool.record.columns.RecordColumns.add_v2)
+ * instead of building tuples; see its section below.
+ *
  * Arguments: buf is any object exporting a C-contiguous buffer (read as raw bytes,
  * never copied); pos, end, count are integers (__index__). A negative count raises
  * InvalidRecordError first, as in Python; then pos and end must both lie within
@@ -680,6 +684,617 @@ decode_records_part(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     result = Py_BuildValue("(Nni)", records, next, status);
     return result;
+}
+
+/* ==================================================================== columns
+ *
+ * decode_columns_v2(records, count, base_offset, base_timestamp, base_sequence,
+ *                   log_append_time, include_headers, buffers, counts)
+ * is RecordColumns.add_v2 (kafkatool/record/columns.py): it decodes `count` v2 records
+ * from the whole of `records` exactly as decode_records(records, 0, len(records), count)
+ * does (the same loop as decode() above, the same errors), but instead of building a
+ * tuple per record it appends each field straight into the Arrow-layout bytearrays
+ * `buffers` (the 17 of BUF_* below), and returns the new `counts`
+ * (n, key nulls, value nulls, header-list nulls, headers, header-value nulls).
+ * On any error every bytearray is put back as it was (truncated, and a bitmap's partial
+ * last byte restored) and the caller keeps its old counts: the call is atomic. Buffers
+ * grow with what is decoded, never with `count`.
+ */
+
+enum {
+    BUF_OFFSETS, BUF_TIMESTAMPS, BUF_SEQUENCES,
+    BUF_KEY_OFFSETS, BUF_KEY_DATA, BUF_KEY_VALIDITY,
+    BUF_VALUE_OFFSETS, BUF_VALUE_DATA, BUF_VALUE_VALIDITY,
+    BUF_HEADER_OFFSETS, BUF_HEADER_VALIDITY,
+    BUF_HKEY_OFFSETS, BUF_HKEY_DATA, BUF_HKEY_VALIDITY,
+    BUF_HVALUE_OFFSETS, BUF_HVALUE_DATA, BUF_HVALUE_VALIDITY,
+    NBUF
+};
+
+/* One bytearray being appended to. Its size runs ahead of `len` (geometric growth);
+ * cols_finish() trims it to `len`, cols_rollback() puts back `len0` and `last0`. */
+struct gbuf {
+    PyObject *ba;     /* borrowed */
+    Py_ssize_t len0;  /* size before the call */
+    Py_ssize_t len;   /* bytes written */
+    Py_ssize_t cap;   /* current size of the bytearray */
+    uint8_t *p;
+    int last0;        /* last byte before the call (a bitmap's partial byte), -1 if empty */
+};
+
+static int
+gbuf_grow(struct gbuf *g, Py_ssize_t extra)
+{
+    Py_ssize_t need, cap;
+    if (extra > PY_SSIZE_T_MAX / 2 - g->len) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    need = g->len + extra;
+    cap = g->cap + (g->cap >> 1) + 64;
+    if (cap < need)
+        cap = need;
+    if (PyByteArray_Resize(g->ba, cap) < 0)
+        return -1;
+    g->cap = cap;
+    g->p = (uint8_t *)PyByteArray_AS_STRING(g->ba);
+    return 0;
+}
+
+#define RESERVE(g, extra) ((g)->len + (extra) <= (g)->cap ? 0 : gbuf_grow((g), (extra)))
+
+static inline void
+put_le32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+static inline void
+put_le64(uint8_t *p, uint64_t v)
+{
+    put_le32(p, (uint32_t)v);
+    put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+static inline uint32_t
+get_le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Append bit `i` (the bitmap holds i bits, the bits past them zero). */
+static inline int
+bit_append(struct gbuf *g, Py_ssize_t i, int set)
+{
+    if ((i & 7) == 0) {
+        if (RESERVE(g, 1) < 0)
+            return -1;
+        g->p[g->len++] = 0;
+    }
+    if (set)
+        g->p[i >> 3] |= (uint8_t)(1u << (i & 7));
+    return 0;
+}
+
+static int
+too_big(void)
+{
+    PyErr_SetString(PyExc_OverflowError,
+        "RecordColumns: more than 2**31-1 data bytes in one column (Arrow int32 offsets); "
+        "clear() first");
+    return -1;
+}
+
+/* Append offsets entry `data->len` and validity bit `row` of a binary column. */
+static inline int
+bin_close(struct gbuf *off, struct gbuf *data, struct gbuf *val, Py_ssize_t row, int set)
+{
+    if (data->len > INT32_MAX)
+        return too_big();
+    if (RESERVE(off, 4) < 0)
+        return -1;
+    put_le32(off->p + off->len, (uint32_t)data->len);
+    off->len += 4;
+    return bit_append(val, row, set);
+}
+
+/* Append row `row` of a binary column: s[0:n], or null when n < 0. */
+static inline int
+bin_append(struct gbuf *off, struct gbuf *data, struct gbuf *val, Py_ssize_t row,
+           const uint8_t *s, Py_ssize_t n)
+{
+    if (n > 0) {
+        if (n > INT32_MAX - data->len)
+            return too_big();
+        if (RESERVE(data, n) < 0)
+            return -1;
+        memcpy(data->p + data->len, s, (size_t)n);
+        data->len += n;
+    }
+    return bin_close(off, data, val, row, n >= 0);
+}
+
+static inline int
+is_cont(uint8_t b)
+{
+    return (b & 0xC0) == 0x80;
+}
+
+/* Append s[0:n] as Java's new String(s, UTF_8).getBytes(UTF_8) gives it back: valid
+ * UTF-8 as is, each malformed sequence U+FFFD. A port of JDK 17's String.decodeUTF8_UTF16
+ * (columns.java_utf8 is the same port in Python). */
+static int
+java_utf8_append(struct gbuf *g, const uint8_t *s, Py_ssize_t sl)
+{
+    Py_ssize_t sp = 0;
+    uint8_t *d;
+
+    if (sl > (PY_SSIZE_T_MAX - g->len) / 3)
+        return too_big();
+    if (RESERVE(g, 3 * sl) < 0) /* a replacement (3 bytes) per input byte at most */
+        return -1;
+    d = g->p + g->len;
+#define REPL() do { *d++ = 0xEF; *d++ = 0xBF; *d++ = 0xBD; } while (0)
+    while (sp < sl) {
+        uint8_t b1 = s[sp++];
+        if (b1 < 0x80) {
+            *d++ = b1;
+        }
+        else if (b1 >= 0xC2 && b1 <= 0xDF) {
+            if (sp < sl) {
+                if (!is_cont(s[sp]))
+                    REPL(); /* s[sp] is read again */
+                else {
+                    *d++ = b1;
+                    *d++ = s[sp++];
+                }
+                continue;
+            }
+            REPL();
+            break;
+        }
+        else if (b1 >= 0xE0 && b1 <= 0xEF) {
+            if (sp + 1 < sl) {
+                uint8_t b2 = s[sp], b3 = s[sp + 1];
+                int bad2 = (b1 == 0xE0 && (b2 & 0xE0) == 0x80) || !is_cont(b2);
+                if (bad2 || !is_cont(b3)) {
+                    REPL();
+                    sp += bad2 ? 0 : 1; /* malformed3 */
+                }
+                else {
+                    uint32_t c = (uint32_t)(b1 & 0x0F) << 12 | (uint32_t)(b2 & 0x3F) << 6 | (b3 & 0x3F);
+                    if (c >= 0xD800 && c <= 0xDFFF)
+                        REPL();
+                    else {
+                        *d++ = b1;
+                        *d++ = b2;
+                        *d++ = b3;
+                    }
+                    sp += 2;
+                }
+                continue;
+            }
+            if (sp < sl && ((b1 == 0xE0 && (s[sp] & 0xE0) == 0x80) || !is_cont(s[sp]))) {
+                REPL();
+                continue;
+            }
+            REPL(); /* a truncated sequence at the end: one replacement */
+            break;
+        }
+        else if (b1 >= 0xF0 && b1 <= 0xF7) {
+            if (sp + 2 < sl) {
+                uint8_t b2 = s[sp], b3 = s[sp + 1], b4 = s[sp + 2];
+                uint32_t uc = (uint32_t)(b1 & 0x07) << 18 | (uint32_t)(b2 & 0x3F) << 12
+                              | (uint32_t)(b3 & 0x3F) << 6 | (b4 & 0x3F);
+                if (!is_cont(b2) || !is_cont(b3) || !is_cont(b4) || uc < 0x10000 || uc > 0x10FFFF) {
+                    REPL();
+                    /* malformed4 */
+                    if (b1 > 0xF4 || (b1 == 0xF0 && (b2 < 0x90 || b2 > 0xBF))
+                        || (b1 == 0xF4 && (b2 & 0xF0) != 0x80) || !is_cont(b2))
+                        ;
+                    else if (!is_cont(b3))
+                        sp += 1;
+                    else
+                        sp += 2;
+                }
+                else {
+                    *d++ = b1;
+                    *d++ = b2;
+                    *d++ = b3;
+                    *d++ = b4;
+                    sp += 3;
+                }
+                continue;
+            }
+            if (b1 > 0xF4 || (sp < sl && ((b1 == 0xF0 && (s[sp] < 0x90 || s[sp] > 0xBF))
+                                          || (b1 == 0xF4 && (s[sp] & 0xF0) != 0x80)
+                                          || !is_cont(s[sp])))) {
+                REPL();
+                continue;
+            }
+            sp++;
+            REPL();
+            if (sp < sl && !is_cont(s[sp]))
+                continue;
+            break;
+        }
+        else {
+            REPL();
+        }
+    }
+#undef REPL
+    g->len = d - g->p;
+    return 0;
+}
+
+static void
+cols_rollback(struct gbuf *g)
+{
+    PyObject *type, *val, *tb;
+    int k;
+    PyErr_Fetch(&type, &val, &tb);
+    for (k = 0; k < NBUF; k++) {
+        if (g[k].cap != g[k].len0 && PyByteArray_Resize(g[k].ba, g[k].len0) < 0)
+            PyErr_Clear(); /* shrinking: cannot fail in practice */
+        if (g[k].last0 >= 0 && PyByteArray_GET_SIZE(g[k].ba) == g[k].len0)
+            PyByteArray_AS_STRING(g[k].ba)[g[k].len0 - 1] = (char)g[k].last0;
+    }
+    PyErr_Restore(type, val, tb);
+}
+
+static int
+cols_finish(struct gbuf *g)
+{
+    int k;
+    for (k = 0; k < NBUF; k++)
+        if (g[k].cap != g[k].len && PyByteArray_Resize(g[k].ba, g[k].len) < 0)
+            return -1;
+    return 0;
+}
+
+static int
+int64_arg(PyObject *obj, const char *name, int64_t *out)
+{
+    long long v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_OverflowError, "decode_columns_v2: %s must be int64", name);
+        }
+        return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+}
+
+PyDoc_STRVAR(decode_columns_v2_doc,
+"decode_columns_v2(records, count, base_offset, base_timestamp, base_sequence,\n"
+"                  log_append_time, include_headers, buffers, counts, /)\n--\n\n"
+"RecordColumns.add_v2 in C (kafkatool.record.columns): decode ``count`` v2 records\n"
+"from the whole of ``records`` (errors as decode_records(records, 0, len(records),\n"
+"count)) and append them to the 17 Arrow-layout bytearrays ``buffers``; ``counts`` is\n"
+"(rows, key nulls, value nulls, header-list nulls, headers, header-value nulls).\n"
+"Returns the new counts. On an error the bytearrays are left as they were.");
+
+static PyObject *
+decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    struct gbuf g[NBUF];
+    Py_buffer view;
+    const uint8_t *buf;
+    Py_ssize_t buflen, end, count, i = 0, k, cnt[6], row, hrow;
+    int64_t base_offset = 0, base_ts = 0, lat = 0, bseq64 = 0;
+    int32_t bseq;
+    int has_lat, with_headers;
+    PyObject *bufs, *counts;
+    (void)module;
+
+    if (nargs != 9) {
+        PyErr_Format(PyExc_TypeError,
+            "decode_columns_v2() takes 9 positional arguments but %zd were given", nargs);
+        return NULL;
+    }
+    /* count: a negative one raises decode_records' error (at position 0) */
+    {
+        int overflow;
+        long long v;
+        if (!PyLong_Check(args[1])) {
+            PyErr_SetString(PyExc_TypeError, "decode_columns_v2: count must be an int");
+            return NULL;
+        }
+        v = PyLong_AsLongLongAndOverflow(args[1], &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return NULL;
+        if (overflow < 0 || (overflow == 0 && v < 0)) {
+            PyObject *c = PyObject_Format(args[1], NULL), *msg;
+            if (c == NULL)
+                return NULL;
+            msg = PyUnicode_FromFormat("Found invalid record count %U in magic v2 batch", c);
+            Py_DECREF(c);
+            if (msg == NULL)
+                return NULL;
+            raise_invalid_obj(msg, zero);
+            set_error_kind(RECORD_COUNT_MISMATCH);
+            Py_DECREF(msg);
+            return NULL;
+        }
+        count = overflow > 0 || v > PY_SSIZE_T_MAX ? PY_SSIZE_T_MAX : (Py_ssize_t)v;
+    }
+    if (int64_arg(args[2], "base_offset", &base_offset) < 0
+        || int64_arg(args[3], "base_timestamp", &base_ts) < 0
+        || int64_arg(args[4], "base_sequence", &bseq64) < 0)
+        return NULL;
+    if (bseq64 < INT32_MIN || bseq64 > INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "decode_columns_v2: base_sequence must be int32");
+        return NULL;
+    }
+    bseq = (int32_t)bseq64;
+    has_lat = args[5] != Py_None;
+    if (has_lat && int64_arg(args[5], "log_append_time", &lat) < 0)
+        return NULL;
+    if ((with_headers = PyObject_IsTrue(args[6])) < 0)
+        return NULL;
+    bufs = args[7];
+    counts = args[8];
+    if (!PyTuple_Check(bufs) || PyTuple_GET_SIZE(bufs) != NBUF || !PyTuple_Check(counts)
+        || PyTuple_GET_SIZE(counts) != 6) {
+        PyErr_SetString(PyExc_TypeError,
+            "decode_columns_v2: buffers must be a tuple of 17 bytearrays, counts a tuple of 6 ints");
+        return NULL;
+    }
+    for (k = 0; k < 6; k++) {
+        cnt[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(counts, k));
+        if (cnt[k] == -1 && PyErr_Occurred())
+            return NULL;
+        if (cnt[k] < 0 || cnt[k] > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "decode_columns_v2: counts out of range");
+            return NULL;
+        }
+    }
+    for (k = 0; k < NBUF; k++) {
+        PyObject *ba = PyTuple_GET_ITEM(bufs, k);
+        if (!PyByteArray_CheckExact(ba)) {
+            PyErr_SetString(PyExc_TypeError, "decode_columns_v2: buffers must be bytearrays");
+            return NULL;
+        }
+        if (((PyByteArrayObject *)ba)->ob_exports > 0) {
+            PyErr_SetString(PyExc_BufferError,
+                "RecordColumns: a buffer is still exported (viewed by Arrow or a memoryview) and "
+                "cannot grow; clear() gives the columns new buffers");
+            return NULL;
+        }
+        g[k].ba = ba;
+        g[k].len0 = g[k].len = g[k].cap = PyByteArray_GET_SIZE(ba);
+        g[k].p = (uint8_t *)PyByteArray_AS_STRING(ba);
+        g[k].last0 = g[k].len0 > 0 ? g[k].p[g[k].len0 - 1] : -1;
+    }
+    /* The buffers must be what the counts say (RecordColumns keeps them so). */
+    {
+        Py_ssize_t n = cnt[0], hn = cnt[4];
+        int ok = g[BUF_OFFSETS].len == 8 * n && g[BUF_TIMESTAMPS].len == 8 * n
+            && g[BUF_SEQUENCES].len == 4 * n
+            && g[BUF_KEY_OFFSETS].len == 4 * (n + 1) && g[BUF_VALUE_OFFSETS].len == 4 * (n + 1)
+            && g[BUF_HEADER_OFFSETS].len == 4 * (n + 1)
+            && g[BUF_KEY_VALIDITY].len == (n + 7) / 8 && g[BUF_VALUE_VALIDITY].len == (n + 7) / 8
+            && g[BUF_HEADER_VALIDITY].len == (n + 7) / 8
+            && g[BUF_HKEY_OFFSETS].len == 4 * (hn + 1) && g[BUF_HVALUE_OFFSETS].len == 4 * (hn + 1)
+            && g[BUF_HKEY_VALIDITY].len == (hn + 7) / 8 && g[BUF_HVALUE_VALIDITY].len == (hn + 7) / 8;
+        if (ok) {
+            ok = get_le32(g[BUF_KEY_OFFSETS].p + 4 * n) == (uint32_t)g[BUF_KEY_DATA].len
+                && get_le32(g[BUF_VALUE_OFFSETS].p + 4 * n) == (uint32_t)g[BUF_VALUE_DATA].len
+                && get_le32(g[BUF_HEADER_OFFSETS].p + 4 * n) == (uint32_t)hn
+                && get_le32(g[BUF_HKEY_OFFSETS].p + 4 * hn) == (uint32_t)g[BUF_HKEY_DATA].len
+                && get_le32(g[BUF_HVALUE_OFFSETS].p + 4 * hn) == (uint32_t)g[BUF_HVALUE_DATA].len;
+        }
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError,
+                "decode_columns_v2: the buffers do not match the counts (RecordColumns modified by hand?)");
+            return NULL;
+        }
+    }
+    if (count == 0) /* as iter_batch_records: the bytes after a zero count are never read */
+        return Py_BuildValue("(nnnnnn)", cnt[0], cnt[1], cnt[2], cnt[3], cnt[4], cnt[5]);
+
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    buf = (const uint8_t *)view.buf;
+    buflen = end = view.len;
+    row = cnt[0];
+    hrow = cnt[4];
+
+    for (k = 0; k < count; k++) {
+        Py_ssize_t rec_start = i, body_start, body_end;
+        int32_t length = 0, od = 0, kl = 0, vl = 0, hc = 0;
+        int64_t tsd = 0, seq;
+        uint8_t b;
+
+        /* --- length, bounded by end (decode(): final, no budget) */
+        if (i >= end) {
+            raise_invalid(i, "Incorrect declared batch size, premature EOF reached");
+            set_error_kind(RECORD_COUNT_MISMATCH);
+            goto fail;
+        }
+        b = buf[i];
+        if (b < 0x80) {
+            length = zigzag32(b);
+            i++;
+        }
+        else if (slow_varint(buf, &i, end, &length) < 0)
+            goto fail;
+        if (length < 0 || (Py_ssize_t)length > end - i) {
+            raise_invalid(rec_start,
+                "Invalid record size: expected %d bytes in record payload, but instead "
+                "the buffer has only %zd remaining bytes.", (int)length, end - i);
+            goto fail;
+        }
+        body_start = i;
+        body_end = i + length;
+        if (length < 6)
+            goto structure;
+
+        i++; /* attributes */
+        b = buf[i];
+        if (b < 0x80) {
+            tsd = zigzag64(b);
+            i++;
+        }
+        else if (slow_varlong(buf, &i, body_end, &tsd) < 0)
+            goto fail;
+
+#define READ_VARINT(dst)                                                      \
+        do {                                                                  \
+            if (i >= buflen)                                                  \
+                goto index_error;                                             \
+            b = buf[i];                                                       \
+            if (b < 0x80) {                                                   \
+                (dst) = zigzag32(b);                                          \
+                i++;                                                          \
+            }                                                                 \
+            else if (slow_varint(buf, &i, body_end, &(dst)) < 0)              \
+                goto fail;                                                    \
+        } while (0)
+
+        READ_VARINT(od);
+
+        READ_VARINT(kl);
+        if (kl >= 0 && (Py_ssize_t)kl > body_end - i)
+            goto structure;
+        if (bin_append(&g[BUF_KEY_OFFSETS], &g[BUF_KEY_DATA], &g[BUF_KEY_VALIDITY], row,
+                       buf + i, kl) < 0)
+            goto fail;
+        if (kl > 0)
+            i += kl;
+
+        READ_VARINT(vl);
+        if (vl >= 0 && (Py_ssize_t)vl > body_end - i)
+            goto structure;
+        if (bin_append(&g[BUF_VALUE_OFFSETS], &g[BUF_VALUE_DATA], &g[BUF_VALUE_VALIDITY], row,
+                       buf + i, vl) < 0)
+            goto fail;
+        if (vl > 0)
+            i += vl;
+
+        READ_VARINT(hc);
+#undef READ_VARINT
+        if (hc != 0) {
+            int32_t h;
+            if (hc < 0) {
+                raise_invalid(rec_start, "Found invalid number of record headers %d", (int)hc);
+                goto fail;
+            }
+            if ((Py_ssize_t)hc > body_end - i) {
+                raise_invalid(rec_start,
+                    "Found invalid number of record headers. %d is larger than the "
+                    "remaining size of the buffer", (int)hc);
+                goto fail;
+            }
+            for (h = 0; h < hc; h++) {
+                int32_t hkl = 0, hvl = 0;
+                if (slow_varint(buf, &i, body_end, &hkl) < 0)
+                    goto fail;
+                if (hkl < 0) {
+                    raise_invalid(rec_start, "Invalid negative header key size %d", (int)hkl);
+                    goto fail;
+                }
+                if ((Py_ssize_t)hkl > body_end - i)
+                    goto structure;
+                if (with_headers) {
+                    if (hrow >= INT32_MAX) { /* the int32 list offsets of the headers */
+                        too_big();
+                        goto fail;
+                    }
+                    if (java_utf8_append(&g[BUF_HKEY_DATA], buf + i, hkl) < 0
+                        || bin_close(&g[BUF_HKEY_OFFSETS], &g[BUF_HKEY_DATA], &g[BUF_HKEY_VALIDITY],
+                                     hrow, 1) < 0)
+                        goto fail;
+                }
+                i += hkl;
+                if (slow_varint(buf, &i, body_end, &hvl) < 0)
+                    goto fail;
+                if (hvl >= 0 && (Py_ssize_t)hvl > body_end - i)
+                    goto structure;
+                if (with_headers) {
+                    if (bin_append(&g[BUF_HVALUE_OFFSETS], &g[BUF_HVALUE_DATA],
+                                   &g[BUF_HVALUE_VALIDITY], hrow, buf + i, hvl) < 0)
+                        goto fail;
+                    if (hvl < 0)
+                        cnt[5]++;
+                    hrow++;
+                }
+                if (hvl > 0)
+                    i += hvl;
+            }
+        }
+        if (i != body_end) {
+            raise_invalid(rec_start,
+                "Invalid record size: expected to read %d bytes in record payload, "
+                "but instead read %zd", (int)length, i - body_start);
+            goto fail;
+        }
+
+        /* --- the record's row */
+        if (kl < 0)
+            cnt[1]++;
+        if (vl < 0)
+            cnt[2]++;
+        if (hc == 0 || !with_headers)
+            cnt[3]++;
+        if (RESERVE(&g[BUF_HEADER_OFFSETS], 4) < 0
+            || bit_append(&g[BUF_HEADER_VALIDITY], row, hc != 0 && with_headers) < 0)
+            goto fail;
+        put_le32(g[BUF_HEADER_OFFSETS].p + g[BUF_HEADER_OFFSETS].len, (uint32_t)hrow);
+        g[BUF_HEADER_OFFSETS].len += 4;
+        if (row >= INT32_MAX) { /* the int32 list offsets of the headers */
+            too_big();
+            goto fail;
+        }
+        if (RESERVE(&g[BUF_OFFSETS], 8) < 0 || RESERVE(&g[BUF_TIMESTAMPS], 8) < 0
+            || RESERVE(&g[BUF_SEQUENCES], 4) < 0)
+            goto fail;
+        put_le64(g[BUF_OFFSETS].p + g[BUF_OFFSETS].len, (uint64_t)base_offset + (uint64_t)(int64_t)od);
+        g[BUF_OFFSETS].len += 8;
+        put_le64(g[BUF_TIMESTAMPS].p + g[BUF_TIMESTAMPS].len,
+                 has_lat ? (uint64_t)lat : (uint64_t)base_ts + (uint64_t)tsd);
+        g[BUF_TIMESTAMPS].len += 8;
+        /* Kafka's incrementSequence as increment_sequence computes it (no overflow in 64 bits) */
+        if (bseq == -1)
+            seq = -1;
+        else if ((int64_t)od <= (int64_t)INT32_MAX - bseq)
+            seq = (int64_t)bseq + od;
+        else
+            seq = (int64_t)od - ((int64_t)INT32_MAX - bseq) - 1;
+        put_le32(g[BUF_SEQUENCES].p + g[BUF_SEQUENCES].len, (uint32_t)seq);
+        g[BUF_SEQUENCES].len += 4;
+        row++;
+        continue;
+
+    structure:
+        raise_invalid(rec_start, STRUCTURE_MSG);
+        goto fail;
+    index_error:
+        raise_invalid(rec_start, STRUCTURE_MSG);
+        suppress_context();
+        goto fail;
+    }
+    if (i != end) {
+        raise_invalid(i, "Incorrect declared batch size, records still remaining in file");
+        set_error_kind(RECORD_COUNT_MISMATCH);
+        goto fail;
+    }
+    PyBuffer_Release(&view);
+    if (cols_finish(g) < 0) {
+        cols_rollback(g);
+        return NULL;
+    }
+    return Py_BuildValue("(nnnnnn)", row, cnt[1], cnt[2], cnt[3], hrow, cnt[5]);
+
+fail:
+    PyBuffer_Release(&view);
+    cols_rollback(g);
+    return NULL;
 }
 
 /* ==================================================================== CRC-32C
@@ -3191,6 +3806,8 @@ static PyMethodDef speedups_methods[] = {
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
     {"decode_records_part", (PyCFunction)(void (*)(void))decode_records_part, METH_FASTCALL,
      decode_records_part_doc},
+    {"decode_columns_v2", (PyCFunction)(void (*)(void))decode_columns_v2, METH_FASTCALL,
+     decode_columns_v2_doc},
     {"walk_v2", (PyCFunction)(void (*)(void))walk_v2, METH_FASTCALL, walk_v2_doc},
     {"scan_v2", (PyCFunction)(void (*)(void))scan_v2, METH_FASTCALL, scan_v2_doc},
     {"scan_fd", (PyCFunction)(void (*)(void))scan_fd, METH_FASTCALL, scan_fd_doc},
