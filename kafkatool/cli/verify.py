@@ -31,7 +31,7 @@ def _parse_rate(ctx: click.Context, param: click.Parameter, value: str | None) -
     return rate
 
 
-def _parse_kinds(ctx: click.Context, param: click.Parameter, value: str | None) -> frozenset[str] | None:
+def parse_kinds(ctx: click.Context, param: click.Parameter, value: str | None) -> frozenset[str] | None:
     if value is None:
         return None
     from kafkatool.verify import KINDS
@@ -60,8 +60,8 @@ class _Format(click.Choice):
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=str))
 @click.option("--deep", is_flag=True, help="Decompress and decode every record (counts, varints, offsets, timestamps, headers, inner CRCs, control records).")
 @click.option("--format", "fmt", type=_Format(), default=None, help="text: one 'path:position: kind: message' line per finding (for grep and scripts); table: a findings table; jsonl: one JSON object per finding and a final summary. Default: table when standard output is a terminal, text otherwise.")
-@click.option("--fail-on", callback=_parse_kinds, metavar="KIND,...", help="Only these finding kinds make the exit status 1 (default: every kind but index_missing, preallocated_index_tail and timeindex_record_offset).")
-@click.option("--ignore", callback=_parse_kinds, metavar="KIND,...", help="Finding kinds to leave out of the report and the exit status (e.g. trailing_zeros).")
+@click.option("--fail-on", callback=parse_kinds, metavar="KIND,...", help="Only these finding kinds make the exit status 1 (default: every kind but index_missing, preallocated_index_tail and timeindex_record_offset).")
+@click.option("--ignore", callback=parse_kinds, metavar="KIND,...", help="Finding kinds to leave out of the report and the exit status (e.g. trailing_zeros).")
 @click.option("--max-rate", callback=_parse_rate, metavar="RATE", help="Limit read bandwidth, in bytes per second (50M, 1G ...), so a check on a live broker does not hurt it.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True, help="Check partitions in this many processes (for a single partition or file: split its large segments across them).")
 @click.option("--max-decompressed-bytes", type=click.IntRange(1024), default=512 << 20, show_default=True, help="With --deep, a batch that decompresses past this is reported as decompressed_too_large.")

@@ -1,0 +1,496 @@
+"""``kafkatool spark``: the log dirs read by Spark (the ``kafka_segments`` data source), on
+``local[*]`` or a cluster: ``export`` (records to Parquet, JSON or CSV), ``verify`` and ``stats``
+(printed exactly as ``kafkatool verify`` and ``kafkatool stats`` print them).
+
+Only :mod:`kafkatool.spark` imports pyspark, and only once a command runs: ``kafkatool spark
+--help`` works without the extra.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable, Iterable, Iterator
+
+import click
+
+from kafkatool.cli.main import ExitCode
+
+#: Export formats and the writer options each gets (timestamps as ISO 8601 UTC with milliseconds).
+FORMATS = ("parquet", "json", "csv")
+TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
+#: The order rows are written in, within each topic=/partition= directory: the order on disk.
+ROW_ORDER = ("topic", "partition", "segmentBaseOffset", "batchPosition", "offset")
+#: What an export directory may hold besides topic=... directories (Spark's markers and checksums).
+_EXPORT_FILES = ("_SUCCESS", "._SUCCESS.crc")
+
+
+class _Fail(Exception):
+    """One ``kafkatool: error:`` line and an exit status."""
+
+    def __init__(self, message: str, code: int = ExitCode.USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _session_options(f: Callable) -> Callable:
+    options = [
+        click.option("--master", metavar="URL",
+                     help="Spark master URL (local[4], spark://host:7077, yarn, k8s://...). Default: local[*], "
+                          "or the session already active in this process."),
+        click.option("--remote", metavar="URL",
+                     help="A Spark Connect server (sc://host:15002) instead of a master; kafkatool must be "
+                          "installed on its nodes, and the paths visible to them."),
+        click.option("--conf", "conf", multiple=True, metavar="KEY=VALUE",
+                     help="A Spark setting for the session (spark.executor.memory=4g, ...)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+@click.group(context_settings={"max_content_width": 100},
+             short_help="Read log dirs with Spark: export records, verify, stats, on local[*] or a cluster.")
+def spark() -> None:
+    """Read Kafka log dirs with Apache Spark, through the `kafka_segments` PySpark data
+    source: on `local[*]` (nothing to install but the `spark` extra and a Java runtime), on a
+    cluster (`--master`), or on a Spark Connect server (`--remote`).
+
+    `export` writes the records as Parquet, JSON or CSV, partitioned by topic and partition;
+    `verify` and `stats` print what `kafkatool verify` and `kafkatool stats` print for the same
+    paths, with the reading spread over the cluster. Read-only on the log dirs.
+    """
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def _check_paths(paths: tuple[str, ...], remote: str | None, *, must_be_here: bool = False) -> None:
+    """Local paths must exist (as the other commands' PATHS); with --remote they need only exist on the cluster."""
+    for p in paths:
+        if "," in p and not os.path.exists(p):
+            pass  # "a,b": the data source splits it
+        elif not os.path.exists(p) and (remote is None or must_be_here):
+            raise click.BadParameter(f"Path {p!r} does not exist.", param_hint="'PATHS...'")
+
+
+def _start(master: str | None, remote: str | None, conf: tuple[str, ...], quiet: bool):
+    from kafkatool.errors import KafkaToolError
+    from kafkatool.spark.session import start_session
+
+    try:
+        return start_session(master=master, remote=remote, conf=conf, quiet=quiet)
+    except KafkaToolError as e:
+        raise _Fail(str(e)) from None
+
+
+def _read(session, kind: str, paths: tuple[str, ...], options: dict[str, str]):
+    return session.spark.read.format("kafka_segments").option("kind", kind).options(**options).load(list(paths))
+
+
+#: Error classes a Spark failure is a usage or input error for (exit 2), not a kafkatool bug (exit 3).
+_INPUT_ERRORS = ("ValueError", "OSError", "FileNotFoundError", "PermissionError", "IsADirectoryError",
+                 "NotADirectoryError", "KafkaToolError", "MissingDependencyError", "AnalysisException")
+
+
+def _spark_failure(e: BaseException) -> _Fail:
+    """A failed Spark job as one line: the Python error the data source raised (its last
+    ``Name: message`` line), else the first line of Spark's message; no stack trace."""
+    import re
+
+    from kafkatool import errors
+
+    text = str(e)
+    error_line = None
+    for line in reversed(text.splitlines()):
+        m = re.match(r"^\s*(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", line)
+        if m and not m.group(1).startswith(("Py4J", "PySpark")):
+            error_line = (m.group(1), m.group(2).strip())
+            break
+    ours = {name for name in dir(errors) if name.endswith("Error")}
+    if error_line is not None:
+        name, message = error_line
+        code = ExitCode.USAGE if name in _INPUT_ERRORS or name in ours else ExitCode.INTERNAL
+        return _Fail(f"the Spark job failed: {name}: {message[:1000]}", code)
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
+    return _Fail(f"the Spark job failed: {first[:1000]}", ExitCode.USAGE)
+
+
+def _run(body: Callable[[], int]) -> None:
+    """Run a command body: exit with what it returns; a refusal or a failed Spark job in one line."""
+    try:
+        code = body()
+    except _Fail as e:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        sys.stderr.write(f"kafkatool: error: {e}\n")
+        sys.exit(e.code)
+    sys.exit(code)
+
+
+def _spark_errors():
+    """The exception classes a Spark action raises for a failed job (pyspark's and Py4J's)."""
+    from pyspark.errors import PySparkException
+
+    classes: list[type] = [PySparkException]
+    try:
+        from py4j.protocol import Py4JError
+
+        classes.append(Py4JError)
+    except ImportError:  # pragma: no cover - Spark Connect only
+        pass
+    return tuple(classes)
+
+
+# --------------------------------------------------------------------------- export
+
+
+def _refuse_unsafe_output(out: str, paths: tuple[str, ...], mode: str) -> str:
+    """The save mode to give Spark for ``out``, after the data-safety checks (a local ``out``):
+    it must not exist, or be an empty directory, unless --mode append/overwrite; never inside an
+    input path; with overwrite, no input path may be inside it and it must hold nothing but a
+    previous export."""
+    if "://" in out and not out.startswith("file:"):
+        return {"error": "errorifexists"}.get(mode, mode)  # hdfs://, s3a://: Spark's own checks
+    local = out[len("file:"):] if out.startswith("file:") else out
+    target = os.path.realpath(local)
+    for p in paths:
+        for one in p.split(",") if not os.path.exists(p) else [p]:
+            if not os.path.exists(one):
+                continue
+            source = os.path.realpath(one)
+            source_dir = source if os.path.isdir(source) else os.path.dirname(source)
+            if target == source_dir or target.startswith(source_dir.rstrip(os.sep) + os.sep):
+                raise _Fail(f"--to {out}: the output is inside the input {one}: refusing to write into a log dir")
+            if mode == "overwrite" and (source == target or source.startswith(target.rstrip(os.sep) + os.sep)):
+                raise _Fail(f"--to {out} --mode overwrite: the input {one} is inside the output, which overwrite "
+                            "would delete")
+    if not os.path.lexists(local):
+        return "errorifexists"
+    if not os.path.isdir(local):
+        raise _Fail(f"--to {out}: exists and is not a directory")
+    try:
+        entries = sorted(os.listdir(local))
+    except OSError as e:
+        raise _Fail(f"--to {out}: {e.strerror or e}") from None
+    if not entries:
+        return "append" if mode in ("error", "append") else "overwrite"
+    if mode == "error":
+        raise _Fail(f"--to {out}: exists and is not empty ({len(entries)} entries); give --mode append to add to "
+                    "it or --mode overwrite to replace it, or another directory")
+    if mode == "overwrite":
+        foreign = [e for e in entries if not (e.startswith("topic=") or e in _EXPORT_FILES or e.startswith(("_", ".")))]
+        if foreign:
+            raise _Fail(f"--to {out} --mode overwrite: it holds {foreign[0]!r}, which is not part of a kafkatool "
+                        "export (topic=... directories, _SUCCESS): refusing to delete it")
+    return mode
+
+
+def _for_format(df: Any, fmt: str) -> Any:
+    """The columns as ``fmt`` can hold them. CSV has no binary, array or struct: ``key``,
+    ``value`` become base64 text and ``headers`` a JSON array of ``{"key": ..., "value":
+    base64}`` (null stays null); Parquet and JSON take the columns as they are (Spark's JSON
+    writer writes binary as base64 itself)."""
+    if fmt != "csv":
+        return df
+    from pyspark.sql import functions as F
+
+    headers = F.to_json(F.transform("headers", lambda h: F.struct(h["key"].alias("key"),
+                                                                   F.base64(h["value"]).alias("value"))))
+    return df.withColumns({
+        "key": F.base64("key"),
+        "value": F.base64("value"),
+        "headers": F.when(F.col("headers").isNull(), F.lit(None)).otherwise(headers),
+    })
+
+
+def _writer_options(fmt: str) -> dict[str, str]:
+    if fmt == "parquet":
+        return {}
+    options = {"timestampFormat": TIMESTAMP_FORMAT, "timeZone": "UTC"}
+    if fmt == "json":
+        options["ignoreNullFields"] = "false"
+    else:  # RFC 4180 quoting (a quote doubled), a header line; an empty string "" and null an empty field
+        options.update({"header": "true", "escape": '"', "quote": '"'})
+    return options
+
+
+@spark.command(context_settings={"max_content_width": 100},
+               short_help="Write the records of log dirs as Parquet, JSON or CSV, partitioned by topic and partition.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--to", "out", required=True, metavar="OUT",
+              help="The output directory (a path every executor can write, or a URL: hdfs://..., s3a://...).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="parquet", show_default=True,
+              help="parquet: the columns as they are; json: one object per line, binary as base64; "
+                   "csv: key, value base64 and headers JSON text (see CSV).")
+@click.option("--mode", type=click.Choice(["error", "append", "overwrite"]), default="error", show_default=True,
+              help="error: OUT must not exist or be empty; append: add files to OUT; overwrite: replace OUT "
+                   "(only a previous export: anything else in it is refused).")
+@click.option("--topics", metavar="T1,T2", help="Only these topics.")
+@click.option("--partitions", metavar="P1,P2", help="Only these partition numbers.")
+@click.option("--start-offset", type=click.IntRange(0), metavar="N", help="Records from this offset (inclusive).")
+@click.option("--end-offset", type=click.IntRange(0), metavar="N", help="Records before this offset (exclusive).")
+@click.option("--start-time", metavar="TIME",
+              help="Records with a timestamp at or after TIME: epoch milliseconds or ISO 8601 (2024-05-01T12:00:00Z).")
+@click.option("--end-time", metavar="TIME", help="Records with a timestamp before TIME (exclusive).")
+@click.option("--no-headers", is_flag=True, help="Leave the record headers out (the headers column is null).")
+@click.option("--max-partition-bytes", metavar="BYTES",
+              help="Segment bytes per Spark task (134217728, 128m, 1g); larger segments are split at batch "
+                   "boundaries. Default: 128m.")
+@_session_options
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar, no Spark warnings and no summary on stderr.")
+def export(paths, out, fmt, mode, topics, partitions, start_offset, end_offset, start_time, end_time, no_headers,
+           max_partition_bytes, master, remote, conf, quiet) -> None:
+    """Write the records of log dirs, partition dirs or segment files as a table: Parquet
+    (default), JSON Lines or CSV files under OUT, in Hive layout
+    (`OUT/topic=<t>/partition=<p>/part-...`), with the columns of `kafka_segments`' `records`
+    kind: Spark's Kafka source columns first, then where each record lies. Control records
+    (transaction markers) are included, with `isControl` true. Within a directory the rows are
+    in the order of the log.
+
+    A damaged region does not stop the export: it becomes one row whose `error` says what and
+    where, and the reading resumes after it, as `kafkatool verify` does. Exit status: 0 every
+    record exported; 1 exported, with error rows (the `error` column is set on them); 2 bad
+    usage, a refusal (OUT not empty, OUT inside a log dir), or Spark or Java missing.
+    """
+    def body() -> int:
+        _check_paths(paths, remote)
+        options = {"includeHeaders": "false" if no_headers else "true"}
+        for name, value in (("topics", topics), ("partitions", partitions), ("startOffset", start_offset),
+                            ("endOffset", end_offset), ("startTime", start_time), ("endTime", end_time),
+                            ("maxPartitionBytes", max_partition_bytes)):
+            if value is not None:
+                options[name] = str(value)
+        _validate(options)
+        save_mode = _refuse_unsafe_output(out, paths, mode)
+        session = _start(master, remote, conf, quiet)
+        try:
+            return _export(session, paths, out, fmt, save_mode, options, quiet)
+        finally:
+            session.stop()
+
+    _run(body)
+
+
+def _validate(options: dict[str, str]) -> None:
+    """The data source's own parsing of the options, before Spark starts (a bad value is a usage error)."""
+    try:
+        from kafkatool.spark.plan import ReadOptions
+    except ImportError:  # pragma: no cover - the source checks them again when Spark plans the read
+        return
+    try:
+        ReadOptions.from_options(options)
+    except ValueError as e:
+        raise _Fail(str(e)) from None
+
+
+def _export(session, paths, out, fmt, save_mode, options, quiet) -> int:
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    started = time.monotonic()
+    try:
+        df = _read(session, "records", paths, options)
+        observation = Observation("kafkatool_export")
+        df = df.observe(observation, F.count(F.lit(1)).alias("rows"), F.count("error").alias("errors"),
+                        F.count_if(F.col("isControl")).alias("control"))
+        df = _for_format(df, fmt).sortWithinPartitions(*ROW_ORDER)
+        (df.write.format(fmt).mode(save_mode).partitionBy("topic", "partition").options(**_writer_options(fmt))
+         .save(out))
+        metrics = observation.get
+    except _spark_errors() as e:
+        raise _spark_failure(e) from None
+    rows, errors, control = (int(metrics.get(k) or 0) for k in ("rows", "errors", "control"))
+    seconds = time.monotonic() - started
+    if not quiet:
+        sys.stderr.write(
+            f"Exported {_plural(rows, 'row')} ({_plural(rows - errors, 'record')}, {control} of them control records; "
+            f"{_plural(errors, 'error row')}) to {out} ({fmt}) in {seconds:.2f} s"
+            + (": damaged regions, see the rows where error is not null\n" if errors else "\n"))
+    return ExitCode.FINDINGS if errors else ExitCode.OK
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@spark.command(context_settings={"max_content_width": 100},
+               short_help="kafkatool verify with Spark: every damaged region, the same output and exit status.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--deep", is_flag=True,
+              help="Decompress and decode every record (counts, varints, offsets, timestamps, headers, inner CRCs, "
+                   "control records).")
+@click.option("--format", "fmt", type=click.Choice(["text", "table", "jsonl"]), default=None,
+              help="text: one 'path:position: kind: message' line per finding; table: a findings table; jsonl: one "
+                   "JSON object per finding and a final summary. Default: table when standard output is a "
+                   "terminal, text otherwise.")
+@click.option("--fail-on", callback=lambda c, p, v: _kinds(c, p, v), metavar="KIND,...",
+              help="Only these finding kinds make the exit status 1 (default: every kind but index_missing, "
+                   "preallocated_index_tail and timeindex_record_offset).")
+@click.option("--ignore", callback=lambda c, p, v: _kinds(c, p, v), metavar="KIND,...",
+              help="Finding kinds to leave out of the report and the exit status (e.g. trailing_zeros).")
+@_session_options
+@click.option("--quiet", "-q", is_flag=True, help="No summary, no progress bar and no Spark warnings on stderr.")
+def verify(paths, deep, fmt, fail_on, ignore, master, remote, conf, quiet) -> None:
+    """Find every damaged region in segment files, side files, partition directories or whole
+    log dirs, as `kafkatool verify` does, with the partitions checked by Spark tasks (each
+    partition directory whole, in one task, so offsets are compared across its segments).
+    The findings, their order, the text, table and JSON Lines output and the exit status are
+    those of `kafkatool verify` on the same paths.
+
+    Read-only. Exit status: 0 no failing findings; 1 failing findings; 2 bad usage, a path with
+    nothing Kafka in it, or Spark or Java missing.
+    """
+    def body() -> int:
+        from kafkatool.cli.verify import NOTHING_KAFKA, report
+        from kafkatool.verify import INFO_KINDS, KINDS, expand_targets
+
+        _check_paths(paths, remote)
+        form = fmt or ("table" if sys.stdout.isatty() else "text")
+        fail_kinds = fail_on if fail_on is not None else frozenset(KINDS) - INFO_KINDS
+        if all(os.path.exists(p) for p in paths):  # on this machine: the same usage errors as verify
+            nothing: list[str] = []
+            expand_targets(paths, nothing)
+            if nothing:
+                raise _Fail("\nkafkatool: error: ".join(f"{p}: {NOTHING_KAFKA}" for p in nothing))
+        session = _start(master, remote, conf, quiet)
+        try:
+            started = time.monotonic()
+            try:
+                rows = _findings_rows(session, paths, deep)
+                return report(_findings(rows), form, fail_kinds, ignore or frozenset(), quiet, started)
+            except _spark_errors() as e:
+                raise _spark_failure(e) from None
+        finally:
+            session.stop()
+
+    _run(body)
+
+
+def _kinds(ctx, param, value):
+    from kafkatool.cli.verify import parse_kinds  # the same parsing and message as verify's
+
+    return parse_kinds(ctx, param, value)
+
+
+def _findings_rows(session, paths, deep: bool) -> Iterator[Any]:
+    df = _read(session, "findings", paths, {"deep": "true" if deep else "false"})
+    return df.sort("task", "seq").toLocalIterator()
+
+
+def _findings(rows: Iterable[Any]) -> Iterator[Any]:
+    """:class:`~kafkatool.verify.Finding` and :class:`~kafkatool.verify.FileSummary` items from
+    ``findings`` rows, in their order."""
+    from kafkatool.verify import FileSummary, Finding, FindingKind
+
+    for r in rows:
+        if r["type"] == "summary":
+            yield FileSummary(r["file"], r["fileKind"], r["bytes"], r["batches"], r["findings"], r["state"])
+        else:
+            yield Finding(r["file"], r["position"], r["length"], FindingKind(r["kind"]), r["message"], r["batchIndex"],
+                          r["firstOffset"], r["lastOffset"], _json_value(r["expected"]), _json_value(r["found"]),
+                          r["batchesAfter"])
+
+
+def _json_value(text: str | None) -> Any:
+    """``expected``/``found`` back from their JSON text (a list as the tuple verify holds)."""
+    if text is None:
+        return None
+    import json
+
+    value = json.loads(text)
+    return tuple(value) if isinstance(value, list) else value
+
+
+# --------------------------------------------------------------------------- stats
+
+
+@spark.command(context_settings={"max_content_width": 100},
+               short_help="kafkatool stats with Spark: per partition offsets, counts, time range, codecs, producers.")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=str))
+@click.option("--format", "fmt", type=click.Choice(["text", "table", "jsonl"]), default="text", show_default=True,
+              help="text: a block of 'name: value' lines per partition; table: one row per partition; "
+                   "jsonl: one JSON object per partition and a final summary.")
+@click.option("--deep", is_flag=True,
+              help="Also decompress legacy (magic 0/1) compressed wrappers to count their records.")
+@click.option("--producers", "max_producers", type=click.IntRange(0, 100_000), default=10, show_default=True,
+              metavar="N", help="Producer ids listed per partition, in order of first appearance (all are counted).")
+@_session_options
+@click.option("--quiet", "-q", is_flag=True, help="No summary, no progress bar and no Spark warnings on stderr.")
+def stats(paths, fmt, deep, max_producers, master, remote, conf, quiet) -> None:
+    """Per partition, what `kafkatool stats` prints: first, last and log end offset, batch and
+    record counts, bytes, the time range, magics, codecs and timestamp types, transactional and
+    control batches, the producers, and the log end against the log dir's checkpoints. Each
+    segment is read by a Spark task; the driver combines them per partition and compares with
+    the checkpoints, so the paths must be visible here too (also with --remote).
+
+    Read-only. Exit status: 0 every partition read cleanly; 1 a partition with problems; 2 bad
+    usage, a path with nothing Kafka in it, or Spark or Java missing.
+    """
+    def body() -> int:
+        from kafkatool.cli.stats import refuse_unusable, report
+        from kafkatool.stats import StatsOptions, find_targets
+
+        _check_paths(paths, remote, must_be_here=True)
+        found, run = find_targets(paths)
+        refuse_unusable(run)
+        opts = StatsOptions(deep=deep, max_producers=max_producers)
+        session = _start(master, remote, conf, quiet)
+        try:
+            started = time.monotonic()
+            try:
+                pieces = _stats_pieces(session, paths, deep)
+            except _spark_errors() as e:
+                raise _spark_failure(e) from None
+            return report(combined_stats(found, pieces, opts), fmt, quiet, started)
+        finally:
+            session.stop()
+
+    _run(body)
+
+
+def _stats_pieces(session, paths, deep: bool) -> dict[str, Any]:
+    """Each segment's :func:`~kafkatool.stats.segment_stats`, by ``.log`` path, read by Spark."""
+    import pickle
+
+    df = _read(session, "stats", paths, {"deep": "true" if deep else "false"}).select("segment", "stats")
+    return {r["segment"]: pickle.loads(r["stats"]) for r in df.toLocalIterator()}
+
+
+def combined_stats(found: Iterable[Any], pieces: dict[str, Any], opts: Any) -> Iterator[Any]:
+    """The results of ``kafkatool stats`` for ``found`` (:func:`kafkatool.stats.find_targets`), in
+    its order, from the per-segment ``pieces``: a partition's pieces combined with
+    :func:`~kafkatool.stats.combine_stats` (and its checkpoints compared). A partition Spark did
+    not read whole (a ``-delete``/``-future``/``-stray`` dir the data source leaves out, a
+    listing with a FIFO named like a segment) is read here, as ``kafkatool stats`` reads it."""
+    from kafkatool.errors import KafkaToolError
+    from kafkatool.segment.logdir import FileKind, Partition, Segment
+    from kafkatool.stats import CheckpointCache, PartitionStats, combine_stats, partition_stats, segment_stats
+
+    checkpoints = CheckpointCache()
+    for item in found:
+        if isinstance(item, PartitionStats):
+            yield item
+        elif isinstance(item, Segment):
+            piece = pieces.get(item.log_path)
+            yield piece if piece is not None else segment_stats(item, opts)
+        elif isinstance(item, Partition):
+            try:
+                listing = item.listing()
+                segments = item.segments()
+            except KafkaToolError:
+                listing, segments = None, []
+            odd = listing is None or any(e.kind is FileKind.LOG and not e.is_file for e in listing)
+            parts = [pieces.get(s.log_path) for s in segments]
+            if odd or not parts or any(p is None for p in parts):
+                yield partition_stats(item, opts, checkpoints=checkpoints)
+            else:
+                yield combine_stats(parts, item, opts=opts, checkpoints=checkpoints)
+        else:  # pragma: no cover - find_targets yields nothing else
+            raise TypeError(f"unexpected target {item!r}")

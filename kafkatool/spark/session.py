@@ -1,0 +1,208 @@
+"""Starting the SparkSession of ``kafkatool spark``: checks first, one clear line when they fail.
+
+:func:`start_session` checks what a JVM start would otherwise report as a page of Java (or
+Python) stack trace: the ``spark`` extra is importable, a Java runtime is there (``java`` on
+``PATH`` or ``JAVA_HOME``, version 17 or later), and for Spark Connect its client libraries.
+Each failure is a :class:`SparkStartError` (a :class:`~kafkatool.errors.KafkaToolError`: one line,
+what is missing and how to get it); the CLI ends with it, exit status 2.
+
+Before the JVM starts it sets ``PYSPARK_PYTHON`` to this interpreter (else the workers may run
+another Python, without kafkatool or pyarrow) and ``SPARK_LOCAL_IP=127.0.0.1`` when unset (a
+local start fails where the host name does not resolve). An already active session (a notebook's,
+the tests') is reused when no master or remote URL is asked for.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from kafkatool.errors import KafkaToolError, MissingDependencyError
+
+__all__ = ["SparkStartError", "Session", "start_session", "check_java", "check_extra", "check_connect", "DEFAULT_MASTER",
+           "MIN_JAVA"]
+
+DEFAULT_MASTER = "local[*]"
+MIN_JAVA = 17
+"""Spark 4 runs on Java 17 or 21."""
+INSTALL_HINT = "pip install 'kafkatool[spark]'"
+
+
+class SparkStartError(KafkaToolError):
+    """Spark cannot start here: the extra, Java or Spark Connect's client is missing, or the JVM did not come up."""
+
+    kind = "spark_start"
+
+
+@dataclass
+class Session:
+    """A started SparkSession and whether :func:`start_session` created it (then the caller stops it)."""
+
+    spark: Any
+    owned: bool
+
+    def stop(self) -> None:
+        if self.owned:
+            try:
+                self.spark.stop()
+            except Exception:  # a JVM already gone: nothing left to stop
+                pass
+
+
+def check_extra() -> None:
+    """The ``spark`` extra (pyspark, pyarrow, pandas) is importable, else :class:`MissingDependencyError`."""
+    for module in ("pyspark", "pyarrow", "pandas"):
+        try:
+            __import__(module)
+        except ImportError:
+            raise MissingDependencyError(
+                f"kafkatool spark needs the {module!r} module: install the spark extra with `{INSTALL_HINT}`"
+            ) from None
+
+
+def _java_binary() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = os.path.join(home, "bin", "java")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("java")
+
+
+def check_java() -> str:
+    """The ``java`` Spark will run (``$JAVA_HOME/bin/java``, else ``java`` on PATH), checked to be
+    Java 17 or later; else :class:`SparkStartError`. Returns its path."""
+    java = _java_binary()
+    if java is None:
+        where = (f"JAVA_HOME={os.environ['JAVA_HOME']} has no bin/java and no `java` is on PATH"
+                 if os.environ.get("JAVA_HOME") else "no `java` on PATH and JAVA_HOME is not set")
+        raise SparkStartError(
+            f"Spark needs a Java runtime ({MIN_JAVA} or later): {where}; install one (e.g. `apt-get install "
+            f"openjdk-{MIN_JAVA}-jre-headless`) or set JAVA_HOME, or run on a cluster with --remote sc://HOST"
+        )
+    try:
+        done = subprocess.run([java, "-version"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise SparkStartError(f"Spark needs a Java runtime: {java} -version failed: {e}") from None
+    text = done.stdout.decode("utf-8", "replace")
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if done.returncode != 0 or m is None:
+        first = text.strip().splitlines()[0] if text.strip() else f"exit status {done.returncode}"
+        raise SparkStartError(f"Spark needs a Java runtime: {java} -version failed: {first}")
+    major = int(m.group(1))
+    if major == 1 and m.group(2):  # "1.8.0_392": Java 8
+        major = int(m.group(2))
+    if major < MIN_JAVA:
+        raise SparkStartError(
+            f"Spark 4 needs Java {MIN_JAVA} or later, and {java} is Java {major}: install a newer one and point "
+            "JAVA_HOME at it"
+        )
+    return java
+
+
+def check_connect() -> None:
+    """Spark Connect's client libraries (grpcio, grpcio-status, googleapis-common-protos, zstandard)
+    are importable, else :class:`MissingDependencyError` naming the missing one."""
+    try:
+        from pyspark.sql.connect.utils import check_dependencies
+
+        check_dependencies()
+    except ImportError as e:  # PySparkImportError is an ImportError
+        package = getattr(e, "getMessageParameters", lambda: None)() or {}
+        name = package.get("package_name") or getattr(e, "name", None) or str(e)
+        raise MissingDependencyError(
+            f"--remote (Spark Connect) needs its client libraries, and {name} is not installed: "
+            "pip install 'pyspark[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard)"
+        ) from None
+
+
+def _one_line(e: BaseException) -> str:
+    """A Py4J/PySpark error as one line: its error class or first line, no Java stack trace."""
+    text = str(e).strip()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    first = lines[0] if lines else type(e).__name__
+    return first[:500]
+
+
+def _parse_conf(conf: Iterable[tuple[str, str] | str]) -> list[tuple[str, str]]:
+    out = []
+    for item in conf:
+        if isinstance(item, str):
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise SparkStartError(f"--conf {item!r}: expected KEY=VALUE, e.g. spark.executor.memory=4g")
+            item = (key.strip(), value)
+        out.append(item)
+    return out
+
+
+def start_session(master: str | None = None, remote: str | None = None, app_name: str = "kafkatool",
+                  conf: Iterable[tuple[str, str] | str] = (), *, quiet: bool = False) -> Session:
+    """A SparkSession with the ``kafka_segments`` source registered.
+
+    ``master``: a Spark master URL (default ``local[*]``); ``remote``: a Spark Connect URL
+    (``sc://host:15002``), instead of a master. ``conf``: extra ``(key, value)`` pairs (or
+    ``"key=value"`` strings). When neither ``master`` nor ``remote`` is given and a session is
+    already active in this process (a notebook's, the tests'), it is reused as it is (not
+    stopped by :meth:`Session.stop`). Spark's console progress bar is on unless ``quiet``; the
+    log level is WARN (ERROR when ``quiet``).
+
+    Raises :class:`SparkStartError` or :class:`MissingDependencyError` (one line each) when the
+    extra, Java or the Connect client is missing, or the JVM does not start.
+    """
+    if master and remote:
+        raise SparkStartError("--master and --remote exclude each other: --remote sc://... is a Spark Connect server")
+    pairs = _parse_conf(conf)
+    check_extra()
+    from kafkatool.spark import register
+
+    if master is None and remote is None:
+        from pyspark.sql import SparkSession
+
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            for key, value in pairs:
+                active.conf.set(key, value)
+            register(active)
+            return Session(active, owned=False)
+    if remote is not None:
+        if not remote.startswith("sc://"):
+            raise SparkStartError(f"--remote {remote!r}: a Spark Connect URL starts with sc:// (e.g. sc://spark-host:15002)")
+        check_connect()
+    else:
+        check_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    builder = builder.remote(remote) if remote is not None else builder.master(master or DEFAULT_MASTER)
+    if remote is None:
+        builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
+    for key, value in pairs:
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except KafkaToolError:
+        raise
+    except Exception as e:  # Py4JError, PySparkRuntimeError (JAVA_GATEWAY_EXITED), a Connect channel error
+        where = f"Spark Connect at {remote}" if remote is not None else f"Spark (master {master or DEFAULT_MASTER})"
+        raise SparkStartError(f"{where} did not start: {_one_line(e)}") from None
+    try:
+        if remote is None:
+            spark.sparkContext.setLogLevel("ERROR" if quiet else "WARN")
+        register(spark)
+    except KafkaToolError:
+        spark.stop()
+        raise
+    except Exception as e:
+        spark.stop()
+        raise SparkStartError(f"cannot register the kafka_segments source: {_one_line(e)}") from None
+    return Session(spark, owned=True)
