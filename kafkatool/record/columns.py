@@ -45,6 +45,10 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _REPLACEMENT = "\ufffd".encode()
 
 
+_EXPORTED = ("RecordColumns: a buffer is still exported (viewed by Arrow or a memoryview) and cannot grow; "
+             "clear() gives the columns new buffers")
+
+
 def _wrap64(v: int) -> int:
     return v if _INT64_MIN <= v <= _INT64_MAX else ((v + 2**63) & (2**64 - 1)) - 2**63
 
@@ -304,6 +308,8 @@ class RecordColumns:
             )
             self._set_counts(counts)
             return
+        if count > 0:
+            self._check_growable()
         raw = _py_decode_records(records, 0, len(records), count)
         if log_append_time is not None:
             timestamps = [log_append_time] * len(raw)
@@ -334,6 +340,7 @@ class RecordColumns:
         """Append whole rows; on any failure every buffer is put back as it was."""
         if not offsets:
             return
+        self._check_growable()
         saved = self._save()
         try:
             self.offsets += _le("q", offsets)
@@ -359,6 +366,15 @@ class RecordColumns:
         except BaseException:
             self._restore(saved)
             raise
+
+    def _check_growable(self) -> None:
+        """Raise BufferError, as the C path does before changing anything, when a buffer is exported."""
+        for b in self._buffers():
+            try:
+                b.append(0)  # resizing raises BufferError while the bytearray is exported
+            except BufferError:
+                raise BufferError(_EXPORTED) from None
+            del b[-1]
 
     # ------------------------------------------------------------------ the buffers, in the C order
 
