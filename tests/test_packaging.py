@@ -98,7 +98,7 @@ def test_readme_has_exactly_two_set_up_commands() -> None:
     assert commands[0].startswith("pip install . && kafkatool dump ")
     shipped = commands[0].split()[-1]
     assert (REPO / shipped).is_file(), f"the first command dumps {shipped}, which is not in the repository"
-    assert commands[1] == "python -m pip install -e '.[test]' && python -m pytest -q"
+    assert commands[1] == "python -m pip install -e '.[test,spark]' && python -m pytest -q"
 
 
 def test_readme_names_the_kafka_dump_log_options_dump_lacks() -> None:

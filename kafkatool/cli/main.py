@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "dump": "kafkatool.cli.dump:dump",
     "reindex": "kafkatool.cli.reindex:reindex",
     "restore": "kafkatool.cli.restore:restore",
+    "spark": "kafkatool.cli.spark:spark",
     "stats": "kafkatool.cli.stats:stats",
     "truncate": "kafkatool.cli.truncate:truncate",
     "verify": "kafkatool.cli.verify:verify",
