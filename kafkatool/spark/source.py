@@ -10,20 +10,19 @@ PATH is a log dir, a partition dir or a ``.log``; several comma-separated or as 
 options ``path``/``paths`` (``.load([a, b])`` passes a JSON list).
 
 Filters Spark pushes down (``spark.sql.python.filterPushdown.enabled``, set by
-:func:`kafkatool.spark.register`) on ``topic``, ``partition``, ``offset`` and ``timestamp``
-narrow the read (:meth:`ReadOptions.restrict`): fewer segments planned, seeks through the
-indexes. A filter is reported as handled only where the restricted read returns exactly the
-rows the filter keeps: ``topic``/``partition`` (never null, from the directory name).
-Offset and time bounds are pushed *and* handed back to Spark, which evaluates them again on
-what the read returns: a row a bound cannot place (an error row has no offset or time) is then
-left to Spark's own semantics, so the pushed read never changes a result, only its cost.
+:func:`kafkatool.spark.register`) narrow the read (:meth:`ReadOptions.restrict`: fewer
+partitions and segments planned, seeks through the indexes): comparisons and ``IN`` on
+``topic``, ``partition``, ``offset``, ``timestamp`` (records), on ``topic``, ``partition``,
+``baseOffset``, ``lastOffset``, ``maxTimestamp`` (batches), on ``topic``, ``partition``
+(stats). A filter is reported as handled only when the restricted read returns exactly the rows
+it keeps (:data:`_COLUMNS` says when); one that only narrows the read (``offset IN (3, 9)``
+reads ``[3, 10)``) is handed back, and Spark evaluates it again on what the read returns.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence
 
 from pyspark.sql.datasource import (
@@ -42,7 +41,7 @@ from pyspark.sql.datasource import (
 
 from kafkatool.spark import NAME
 
-__all__ = ["KafkaSegmentsDataSource", "KafkaSegmentsReader", "SegmentsPartition", "Bounds", "read_options"]
+__all__ = ["KafkaSegmentsDataSource", "KafkaSegmentsReader", "SegmentsPartition", "read_options", "push"]
 
 #: Options that name the input, not how to read it (``load(PATH)`` sets ``path``, ``load([..])`` ``paths``).
 PATH_OPTIONS = ("path", "paths")
@@ -77,8 +76,7 @@ def ddl(kind: str) -> str:
     """The Spark DDL of ``kind``'s rows (:mod:`kafkatool.spark.schema`)."""
     from kafkatool.spark import schema
 
-    return {"records": schema.RECORDS_DDL, "batches": schema.BATCHES_DDL,
-            "findings": schema.FINDINGS_DDL, "stats": schema.STATS_DDL}[kind]
+    return schema.ddl(kind)
 
 
 class KafkaSegmentsDataSource(DataSource):
@@ -121,8 +119,7 @@ class SegmentsPartition(InputPartition):
 # ----------------------------------------------------------------------------- pushdown
 
 
-_US = 1
-_MS = 1000
+_MS = 1000  # microseconds (Spark's timestamp unit) per millisecond (Kafka's)
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
@@ -138,67 +135,14 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-@dataclass
-class Bounds:
-    """The pushed-down bounds of one read, intersected as filters come (an AND of them)."""
-
-    topics: set[str] | None = None
-    partitions: set[int] | None = None
-    offset_lo: int | None = None  # inclusive
-    offset_hi: int | None = None  # exclusive
-    time_lo: int | None = None  # ms, inclusive
-    time_hi: int | None = None  # ms, exclusive
-    empty: bool = False
-    """No row can match (``timestamp = X`` with X between two milliseconds, ``offset > 5 AND offset < 3``)."""
-    pushed: list[Filter] = field(default_factory=list)
-
-    def only(self, name: str, values: set) -> None:
-        now = getattr(self, name)
-        setattr(self, name, values if now is None else now & values)
-
-    def offsets(self, lo: int | None, hi: int | None) -> None:
-        if lo is not None:
-            self.offset_lo = lo if self.offset_lo is None else max(self.offset_lo, lo)
-        if hi is not None:
-            self.offset_hi = hi if self.offset_hi is None else min(self.offset_hi, hi)
-
-    def times(self, lo: int | None, hi: int | None) -> None:
-        if lo is not None:
-            self.time_lo = lo if self.time_lo is None else max(self.time_lo, lo)
-        if hi is not None:
-            self.time_hi = hi if self.time_hi is None else min(self.time_hi, hi)
-
-    def is_empty(self) -> bool:
-        return (
-            self.empty
-            or self.topics is not None and not self.topics
-            or self.partitions is not None and not self.partitions
-            or self.offset_lo is not None and self.offset_hi is not None and self.offset_lo >= self.offset_hi
-            or self.time_lo is not None and self.time_hi is not None and self.time_lo >= self.time_hi
-        )
-
-    def apply(self, opts: Any) -> Any:
-        """``opts`` restricted to these bounds (call only when not :meth:`is_empty`)."""
-        kw: dict[str, Any] = {}
-        if self.topics is not None:
-            kw["topics"] = frozenset(self.topics)
-        if self.partitions is not None:
-            kw["partitions"] = frozenset(self.partitions)
-        if self.offset_lo is not None or self.offset_hi is not None:
-            kw["offsets"] = (self.offset_lo, self.offset_hi)
-        if self.time_lo is not None or self.time_hi is not None:
-            kw["times"] = (self.time_lo, self.time_hi)
-        return opts.restrict(**kw) if kw else opts
-
-
-def _range(f: Filter, v: int, step: int = 1) -> tuple[int | None, int | None] | None:
-    """The integer range [lo, hi) a comparison with ``v`` keeps, for a column whose values are
-    multiples of ``step`` compared as such (``step`` 1000: milliseconds against a microsecond
-    literal). None for a filter that is not a comparison."""
-    floor = v // step  # the largest value (in column units) <= v
-    ceil = -(-v // step)  # the smallest >= v
+def _range(f: Filter, v: int, step: int = 1) -> tuple[int, int | None] | tuple[int | None, int] | None:
+    """The half-open range ``[lo, hi)`` of column values a comparison with ``v`` keeps, for a
+    column holding whole multiples of ``step`` (``step`` 1000: a millisecond column, shown as
+    microseconds, compared with a microsecond literal). None for a filter that is no comparison."""
+    floor = v // step  # the largest column value whose microseconds are <= v
+    ceil = -(-v // step)  # the smallest whose microseconds are >= v
     if isinstance(f, (EqualTo, EqualNullSafe)):
-        return (floor, floor + 1) if v % step == 0 else (0, 0)
+        return (floor, floor + 1) if v % step == 0 else (floor, floor)  # between two ms: nothing
     if isinstance(f, GreaterThan):
         return (floor + 1, None)
     if isinstance(f, GreaterThanOrEqual):
@@ -210,72 +154,90 @@ def _range(f: Filter, v: int, step: int = 1) -> tuple[int | None, int | None] | 
     return None
 
 
-#: Per kind: column -> (what it bounds, whether the restricted read is exact for it).
-_COLUMNS: dict[str, dict[str, tuple[str, bool]]] = {
-    "records": {"topic": ("topics", True), "partition": ("partitions", True),
-                "offset": ("offset", False), "timestamp": ("time", False)},
-    "batches": {"topic": ("topics", True), "partition": ("partitions", True)},
-    "stats": {"topic": ("topics", True), "partition": ("partitions", True)},
+# What a column's filters bound, per kind, and when the restricted read is exact for them:
+#   "set"   topic/partition: a read restricted to a set of them returns exactly the rows whose
+#           value is in the set (from the directory name; never null on a row of a selected dir);
+#   "point" the read keeps exactly the rows whose value lies in [lo, hi) (rows.read filters
+#           each row; a row with a null value is dropped by any bound, as SQL drops it);
+#   "last"  batches' lastOffset: the read keeps a batch when lastOffset >= lo and baseOffset < hi,
+#           exact for a lower bound alone; an upper bound on lastOffset is pushed as a bound
+#           on baseOffset (lastOffset < hi implies baseOffset < hi) and handed back;
+#   "base"  batches' baseOffset: exact for an upper bound alone; a lower bound is pushed as a
+#           bound on lastOffset (implied) and handed back.
+_COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
+    "records": {"topic": ("topics", "set"), "partition": ("partitions", "set"),
+                "offset": ("offsets", "point"), "timestamp": ("times", "point")},
+    "batches": {"topic": ("topics", "set"), "partition": ("partitions", "set"),
+                "baseOffset": ("offsets", "base"), "lastOffset": ("offsets", "last"),
+                "maxTimestamp": ("times", "point")},
+    "stats": {"topic": ("topics", "set"), "partition": ("partitions", "set")},
     "findings": {},
 }
 
 
-def push(kind: str, filters: Sequence[Filter], bounds: Bounds) -> list[Filter]:
-    """Add what ``filters`` (an AND) allow to ``bounds``; return those Spark must still evaluate."""
-    columns = _COLUMNS.get(kind, {})
+def push(opts: Any, filters: Sequence[Filter]) -> tuple[Any, list[Filter]]:
+    """``opts`` restricted by what ``filters`` (an AND) allow, and the filters Spark must still
+    evaluate: every one not applied exactly, in the order given."""
+    columns = _COLUMNS.get(opts.kind, {})
     back: list[Filter] = []
     for f in filters:
         attr = getattr(f, "attribute", None)
         target = columns.get(attr[0]) if isinstance(attr, tuple) and len(attr) == 1 else None
-        if target is None or not _push_one(f, target[0], bounds):
+        pushed = None if target is None else _translate(f, *target)
+        if pushed is None:
             back.append(f)
             continue
-        bounds.pushed.append(f)
-        if not target[1]:
+        restriction, exact = pushed
+        narrowed = opts.restrict(**restriction)
+        if target[1] in ("base", "last") and _crossed(narrowed):
+            # lo bounds lastOffset, hi baseOffset: lo >= hi still holds a batch spanning them
+            # (baseOffset = 12 AND lastOffset = 14), but would read as an empty range
             back.append(f)
-    return back
+            continue
+        opts = narrowed
+        if not exact:
+            back.append(f)
+    return opts, back
 
 
-def _push_one(f: Filter, what: str, bounds: Bounds) -> bool:
-    """Narrow ``bounds`` by ``f`` on a column that bounds ``what``; False when it does not apply."""
+def _crossed(opts: Any) -> bool:
+    return opts.start_offset is not None and opts.end_offset is not None and opts.start_offset >= opts.end_offset
+
+
+def _translate(f: Filter, what: str, role: str) -> tuple[dict[str, Any], bool] | None:
+    """``(restrict keyword arguments, exact)`` of filter ``f`` on a column bounding ``what``; None
+    when it does not apply."""
     value = getattr(f, "value", None)
-    if what in ("topics", "partitions"):
+    if role == "set":
         ok = (lambda x: isinstance(x, str)) if what == "topics" else (lambda x: _int(x) is not None)
         if isinstance(f, (EqualTo, EqualNullSafe)) and ok(value):
-            bounds.only(what, {value})
-            return True
+            return {what: {value}}, True
         if isinstance(f, In) and isinstance(value, (list, tuple)):
-            # `x IN (a, NULL)` keeps the rows equal to a (NULL matches nothing); a non-null
-            # value of another type (a cast Spark did not make) is not ours to place
+            # `x IN (a, NULL)` keeps the rows equal to a (NULL equals nothing); a value of
+            # another type would be a cast Spark did not make: not ours to place
             values = [x for x in value if x is not None]
             if not all(ok(x) for x in values):
-                return False
-            bounds.only(what, set(values))
-            return True
-        return False
-    if what == "offset":
-        if isinstance(f, In) and isinstance(value, (list, tuple)):
-            values = [x for x in value if x is not None]
-            if not values or not all(_int(x) is not None for x in values):
-                return False
-            bounds.offsets(min(values), max(values) + 1)  # a superset: Spark keeps the filter
-            return True
-        v = _int(value)
-        span = None if v is None else _range(f, v)
-        if span is None:
-            return False
-        bounds.offsets(*span)
-        return True
-    if what == "time":
-        if isinstance(f, In):
-            return False
+                return None
+            return {what: set(values)}, True
+        return None
+    if isinstance(f, In):
+        if what != "offsets" or not isinstance(value, (list, tuple)):
+            return None
+        values = [x for x in value if x is not None]
+        if not values or not all(_int(x) is not None for x in values):
+            return None
+        return {what: (min(values), max(values) + 1)}, False  # a range holding them: Spark keeps the filter
+    if what == "times":
         us = _micros(value)
         span = None if us is None else _range(f, us, _MS)
-        if span is None:
-            return False
-        bounds.times(*span)
-        return True
-    return False
+    else:
+        v = _int(value)
+        span = None if v is None else _range(f, v)
+    if span is None:
+        return None
+    lo, hi = span
+    exact = role == "point" or (role == "last" and hi is None) or (role == "base" and lo is None)
+    return {what: (lo, hi)}, exact
 
 
 # ----------------------------------------------------------------------------- the reader
@@ -287,21 +249,15 @@ class KafkaSegmentsReader(DataSourceReader):
     def __init__(self, paths: tuple[str, ...], opts: Any) -> None:
         self.paths = paths
         self.opts = opts
-        self.empty = False
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - Spark's name
-        bounds = Bounds()
-        back = push(self.opts.kind, filters, bounds)
-        if bounds.is_empty():
-            self.empty = True
-        else:
-            self.opts = bounds.apply(self.opts)
+        self.opts, back = push(self.opts, filters)
         return back
 
     def partitions(self) -> list[InputPartition]:
         from kafkatool.spark import plan
 
-        if self.empty:
+        if self.opts.empty:  # e.g. `offset > 5 AND offset < 3`
             return []
         kind = self.opts.kind
         if kind == "findings":

@@ -39,6 +39,7 @@ __all__ = [
     "read_stats",
     "stats_options",
     "finding_of_row",
+    "text",
     "stats_of_row",
 ]
 
@@ -54,6 +55,18 @@ def read(task: Any, opts: Any, index: int = 0) -> Iterator[pa.RecordBatch]:
     if kind == "stats":
         return read_stats(task, opts)
     return read_rows(task, opts)
+
+
+def text(path: str | None) -> str | None:
+    """``path`` as a valid Arrow string: a name that is not UTF-8 (held by Python as surrogate
+    escapes) gets U+FFFD for each bad byte, as the records kind's ``error`` text does."""
+    if path is None:
+        return None
+    try:
+        path.encode("utf-8")
+        return path
+    except UnicodeEncodeError:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 # ----------------------------------------------------------------------------- records, batches
@@ -87,16 +100,16 @@ def _error_batch(kind: str, s: Any, e: BaseException) -> pa.RecordBatch:
     schema = arrow_schema(kind)
     file, position, error_kind, message = _where(s, e)
     end = "its end" if s.end is None else f"byte {s.end}"
-    text = (f"{file}:{position if position is not None else s.start}: {error_kind}: {message} "
+    message_text = (f"{file}:{position if position is not None else s.start}: {error_kind}: {message} "
             f"(reading stopped here: nothing more of bytes {s.start} to {end} of {s.log_path} was read)")
     values = {
-        "topic": s.topic,
+        "topic": text(s.topic),
         "partition": s.partition,
-        "segment": s.log_path,
+        "segment": text(s.log_path),
         "segmentBaseOffset": s.base_offset,
         "batchPosition": position if position is not None else s.start,
         "position": position if position is not None else s.start,
-        "error": text,
+        "error": text(message_text),
         "errorKind": error_kind,
     }
     arrays = [pa.array([values.get(f.name)], type=f.type) for f in schema]
@@ -109,7 +122,7 @@ def _error_batch(kind: str, s: Any, e: BaseException) -> pa.RecordBatch:
 def _json(v: Any) -> str | None:
     if v is None:
         return None
-    return json.dumps(list(v) if isinstance(v, tuple) else v, ensure_ascii=False, separators=(",", ":"), default=str)
+    return json.dumps(list(v) if isinstance(v, tuple) else v, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
 def _unjson(text: str | None) -> Any:
@@ -149,13 +162,13 @@ def _finding_row(item: Any) -> dict[str, Any]:
 
     if isinstance(item, Finding):
         return {
-            "type": "finding", "file": item.file, "position": item.position, "length": item.length,
-            "kind": str(item.kind), "message": item.message, "batchIndex": item.batch_index,
+            "type": "finding", "file": text(item.file), "position": item.position, "length": item.length,
+            "kind": str(item.kind), "message": text(item.message), "batchIndex": item.batch_index,
             "firstOffset": item.first_offset, "lastOffset": item.last_offset,
             "expected": _json(item.expected), "found": _json(item.found), "batchesAfter": item.batches_after,
         }
     return {
-        "type": "summary", "file": item.file, "fileKind": str(item.kind), "bytes": item.bytes,
+        "type": "summary", "file": text(item.file), "fileKind": str(item.kind), "bytes": item.bytes,
         "batches": item.batches, "findings": item.findings, "state": item.state,
     }
 
@@ -280,8 +293,8 @@ def read_stats(task: Any, opts: Any) -> Iterator[pa.RecordBatch]:
             raise
         except (KafkaToolError, OSError) as e:
             st = _failed_stats(s.log_path, e)
-        out.add({"topic": s.topic, "partition": s.partition, "partitionPath": s.partition_path,
-                 "segment": s.log_path, "stats": pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)})
+        out.add({"topic": text(s.topic), "partition": s.partition, "partitionPath": text(s.partition_path),
+                 "segment": text(s.log_path), "stats": pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)})
     yield from out.flush()
 
 
