@@ -642,12 +642,12 @@ def test_unlistable_partition_dir_is_an_error_slice(tmp_path, monkeypatch):
     assert [os.path.basename(s.partition_path) for s in got] == ["a-0", "b-0", "c-0"]
     err = got[1]
     assert (err.topic, err.partition, err.log_path, err.start, err.end, err.bytes) == ("b", 0, locked, 0, None, 0)
-    assert err.error == f"{locked}: cannot list the directory: Permission denied"
+    assert err.error == "cannot list the directory: Permission denied"  # the path is log_path
     assert got[0].error is None and got[2].error is None
     assert [os.path.basename(s.partition_path) for s in slices(plan(d, ReadOptions(topics=frozenset({"a"}))))] == ["a-0"]
     # named directly, too
     (only,) = slices(plan(locked, ReadOptions()))
-    assert only.error == f"{locked}: cannot list the directory: Permission denied"
+    assert (only.log_path, only.error) == (locked, "cannot list the directory: Permission denied")
 
 
 def test_fifo_named_like_a_segment_is_an_error_slice(tmp_path):
@@ -659,7 +659,8 @@ def test_fifo_named_like_a_segment_is_an_error_slice(tmp_path):
     os.mkfifo(fifo)
     got = slices(plan(d, ReadOptions()))
     assert [(s.base_offset, s.error) for s in got] == [
-        (0, None), (20, None), (10, f"{fifo}: named like a segment but a FIFO: not read")]
+        (0, None), (20, None), (10, "named like a segment but a FIFO: not read")]
+    assert got[2].log_path == fifo
     assert got[2].next_base_offset == 20
     assert [s.base_offset for s in slices(plan(d, ReadOptions(start_offset=20)))] == [20]
     # the real segment 0 is pruned with next base 20 (the FIFO is no segment)
@@ -775,3 +776,32 @@ def test_fixtures_logdir_plan(tmp_path):
     assert (txn.base_offset, txn.next_base_offset) == (100, None)
     assert [s.topic for s in slices(plan(str(FIXTURES), ReadOptions(end_offset=100)))].count("txn") == 0
     assert isinstance(tasks[0].slices[0], SegmentSlice)
+
+
+def test_error_slices_read_as_one_located_row(tmp_path, monkeypatch):
+    """The contract with kafkatool.spark.rows: an error slice is one row, located once."""
+    pa = pytest.importorskip("pyarrow")
+    from kafkatool.spark import rows
+
+    d = make_log_dir(tmp_path / "ld")
+    write_segment(os.path.join(d, "a-0"), 0, [2])
+    write_segment(os.path.join(d, "b-0"), 0, [3])
+    fifo = os.path.join(d, "b-0", f"{3:020d}.log")
+    os.mkfifo(fifo)
+    locked = os.path.join(d, "c-0")
+    os.mkdir(locked)
+    real = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == locked:
+            raise PermissionError(13, "Permission denied", locked)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    opts = ReadOptions()
+    tasks = plan(d, opts)
+    table = pa.Table.from_batches([b for t in tasks for b in rows.read(t, opts)])
+    got = [(r["topic"], r["offset"], r["error"]) for r in table.to_pylist()]
+    assert got == [("a", 0, None), ("a", 1, None), ("b", 0, None), ("b", 1, None), ("b", 2, None),
+                   ("b", None, f"{fifo}: unreadable: named like a segment but a FIFO: not read"),
+                   ("c", None, f"{locked}: unreadable: cannot list the directory: Permission denied")]

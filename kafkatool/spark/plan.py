@@ -323,7 +323,8 @@ class SegmentSlice:
 
     ``error`` set: nothing to read here; the reader yields one error row with this message
     (a directory that cannot be listed, a file named like a segment that is not a regular
-    file, a segment that cannot be ``stat``-ed). ``log_path`` is then the path concerned.
+    file, a segment that cannot be ``stat``-ed). ``log_path`` is then the path concerned;
+    the message does not repeat it (``cannot list the directory: Permission denied``).
 
     ``partition_path`` is the partition dir; for a ``.log`` named alone it is ``log_path``
     itself (as ``kafkatool stats`` reports such a file on its own); ``topic``/``partition``
@@ -525,7 +526,7 @@ def plan(paths: str | Sequence[str], opts: ReadOptions, *, parallelism: int | No
                 continue
             for problem in item.problems:
                 found.append((None, SegmentSlice(topic, partition, item.path, problem.file,
-                                                 UNKNOWN_BASE_OFFSET, 0, None, None, error=str(problem))))
+                                                 UNKNOWN_BASE_OFFSET, 0, None, None, error=problem.message)))
     sized = [(seg, _sized(seg, s)) for seg, s in found]
     limit = _task_size(opts.max_partition_bytes, (s.bytes for _seg, s in sized), parallelism)
     slices: list[SegmentSlice] = []
@@ -544,7 +545,7 @@ def _partition_slices(p: Partition, opts: ReadOptions) -> Iterator[tuple[Segment
         listing = p.listing()
     except DirectoryError as e:
         yield None, SegmentSlice(p.topic, p.partition, p.path, p.path, UNKNOWN_BASE_OFFSET, 0, None, None,
-                                 error=str(e))
+                                 error=e.message)
         return
     segments = segments_of(listing)
     bases = [s.base_offset for s in segments]
@@ -564,7 +565,7 @@ def _partition_slices(p: Partition, opts: ReadOptions) -> Iterator[tuple[Segment
         if not segment_may_hold(base, nxt, opts.start_offset, opts.end_offset):
             continue
         yield None, SegmentSlice(p.topic, p.partition, p.path, e.path, base, 0, None, nxt,
-                                 error=f"{e.path}: named like a segment but a {e.type.value}: not read")
+                                 error=f"named like a segment but a {e.type.value}: not read")
 
 
 def _sized(seg: Segment | None, s: SegmentSlice) -> SegmentSlice:
@@ -574,7 +575,7 @@ def _sized(seg: Segment | None, s: SegmentSlice) -> SegmentSlice:
     try:
         size = os.stat(seg.log_path).st_size
     except OSError as e:
-        return replace(s, error=f"{seg.log_path}: cannot read the file: {e.strerror or e}")
+        return replace(s, error=f"cannot read the file: {e.strerror or e}")
     return replace(s, bytes=size)
 
 
