@@ -248,8 +248,8 @@ def export(paths, out, fmt, mode, topics, partitions, start_offset, end_offset, 
     (default), JSON Lines or CSV files under OUT, in Hive layout
     (`OUT/topic=<t>/partition=<p>/part-...`), with the columns of `kafka_segments`' `records`
     kind: Spark's Kafka source columns first, then where each record lies. Control records
-    (transaction markers) are included, with `isControl` true. Within a directory the rows are
-    in the order of the log.
+    (transaction markers) are included, with `isControl` true. Within each file the rows are in
+    the order of the log.
 
     A damaged region does not stop the export: it becomes one row whose `error` says what and
     where, and the reading resumes after it, as `kafkatool verify` does. Exit status: 0 every
@@ -287,11 +287,19 @@ def _validate(options: dict[str, str]) -> None:
         raise _Fail(str(e)) from None
 
 
+_PARQUET_TIMESTAMPS = "spark.sql.parquet.outputTimestampType"
+
+
 def _export(session, paths, out, fmt, save_mode, options, quiet) -> int:
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     started = time.monotonic()
+    conf = session.spark.conf
+    # Parquet's standard timestamp (microseconds, UTC-adjusted), not Spark's legacy INT96 default
+    before = conf.get(_PARQUET_TIMESTAMPS, None) if fmt == "parquet" else None
+    if fmt == "parquet":
+        conf.set(_PARQUET_TIMESTAMPS, "TIMESTAMP_MICROS")
     try:
         df = _read(session, "records", paths, options)
         observation = Observation("kafkatool_export")
@@ -303,6 +311,12 @@ def _export(session, paths, out, fmt, save_mode, options, quiet) -> int:
         metrics = observation.get
     except _spark_errors() as e:
         raise _spark_failure(e) from None
+    finally:
+        if fmt == "parquet":
+            if before is None:
+                conf.unset(_PARQUET_TIMESTAMPS)
+            else:
+                conf.set(_PARQUET_TIMESTAMPS, before)
     rows, errors, control = (int(metrics.get(k) or 0) for k in ("rows", "errors", "control"))
     seconds = time.monotonic() - started
     if not quiet:
@@ -381,7 +395,8 @@ def _kinds(ctx, param, value):
 
 def _findings_rows(session, paths, deep: bool) -> Iterator[Any]:
     df = _read(session, "findings", paths, {"deep": "true" if deep else "false"})
-    return df.sort("task", "seq").toLocalIterator()
+    # one row per file and per finding: small enough to collect, and a sort here costs no Spark job
+    return iter(sorted(df.collect(), key=lambda r: (r["task"], r["seq"])))
 
 
 def _findings(rows: Iterable[Any]) -> Iterator[Any]:
@@ -460,7 +475,7 @@ def _stats_pieces(session, paths, deep: bool) -> dict[str, Any]:
     import pickle
 
     df = _read(session, "stats", paths, {"deep": "true" if deep else "false"}).select("segment", "stats")
-    return {r["segment"]: pickle.loads(r["stats"]) for r in df.toLocalIterator()}
+    return {r["segment"]: pickle.loads(r["stats"]) for r in df.collect()}
 
 
 def combined_stats(found: Iterable[Any], pieces: dict[str, Any], opts: Any) -> Iterator[Any]:

@@ -130,6 +130,34 @@ def _one_line(e: BaseException) -> str:
     return first[:500]
 
 
+#: The driver's log4j2 settings: Spark's warnings (errors only with ``quiet``) on standard error, in
+#: Spark's own layout, without the start-up banner of its default profile and the warning every
+#: machine without Hadoop's native library gets.
+_LOG4J2 = """\
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
+logger.nativecode.level = error
+logger.repl.name = org.apache.spark.repl.Main
+logger.repl.level = {level}
+"""
+
+
+def _log_config(quiet: bool) -> str:
+    """A log4j2 properties file for the driver JVM (removed once the JVM has read it)."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix="kafkatool-log4j2-", suffix=".properties")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(_LOG4J2.format(level="error" if quiet else "warn"))
+    return path
+
+
 def _parse_conf(conf: Iterable[tuple[str, str] | str]) -> list[tuple[str, str]]:
     out = []
     for item in conf:
@@ -184,8 +212,14 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
 
     builder = SparkSession.builder.appName(app_name)
     builder = builder.remote(remote) if remote is not None else builder.master(master or DEFAULT_MASTER)
+    log_config = None
     if remote is None:
-        builder = builder.config("spark.ui.showConsoleProgress", "false" if quiet else "true")
+        # Spark's bar, as spark-shell shows it: on a terminal only (a log file gets no \r-redrawn lines)
+        progress = not quiet and sys.stderr.isatty()
+        builder = builder.config("spark.ui.showConsoleProgress", "true" if progress else "false")
+        if not any(k == "spark.driver.extraJavaOptions" for k, _v in pairs):
+            log_config = _log_config(quiet)
+            builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log_config}")
     for key, value in pairs:
         builder = builder.config(key, value)
     try:
@@ -195,6 +229,12 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
     except Exception as e:  # Py4JError, PySparkRuntimeError (JAVA_GATEWAY_EXITED), a Connect channel error
         where = f"Spark Connect at {remote}" if remote is not None else f"Spark (master {master or DEFAULT_MASTER})"
         raise SparkStartError(f"{where} did not start: {_one_line(e)}") from None
+    finally:
+        if log_config is not None:
+            try:
+                os.unlink(log_config)
+            except OSError:
+                pass
     try:
         if remote is None:
             spark.sparkContext.setLogLevel("ERROR" if quiet else "WARN")
