@@ -805,3 +805,48 @@ def test_error_slices_read_as_one_located_row(tmp_path, monkeypatch):
     assert got == [("a", 0, None), ("a", 1, None), ("b", 0, None), ("b", 1, None), ("b", 2, None),
                    ("b", None, f"{fifo}: unreadable: named like a segment but a FIFO: not read"),
                    ("c", None, f"{locked}: unreadable: cannot list the directory: Permission denied")]
+
+
+def _walk_positions(seg: Segment, start: int = 0, end: int | None = None) -> tuple[list[int], bool]:
+    """The batch positions of a walk, and whether it ended cleanly (no framing error)."""
+    from kafkatool.errors import KafkaToolError
+
+    out = []
+    try:
+        for b in seg.batches(start, end):
+            out.append(b.position)
+    except KafkaToolError:
+        return out, False
+    return out, True
+
+
+def test_splits_of_real_and_fixture_segments_give_every_batch_once(real):
+    """Every segment of the sample log dir and of the broker-written files, split as small as
+    the options allow: the slices cover the file, and walking them in order gives exactly the
+    batches of one walk of the whole segment."""
+    logs = sorted({*map(str, FIXTURES.rglob("*.log")), *map(str, real.rglob("*.log"))})
+    split = 0
+    for log in logs:
+        if not os.path.isfile(log) or os.path.getsize(log) == 0:
+            continue
+        try:
+            seg = Segment.at(log)
+        except Exception:  # a copy not named after an offset
+            continue
+        tasks = plan(log, ReadOptions(max_partition_bytes=1024))
+        got = slices(tasks)
+        assert got[0].start == 0 and got[-1].end is None, log
+        assert [s.end for s in got[:-1]] == [s.start for s in got[1:]], log
+        assert sum(s.bytes for s in got) == os.path.getsize(log), log
+        whole, clean = _walk_positions(seg)
+        for s in got[1:]:
+            assert s.start in whole, (log, s.start)  # a batch start the serial walk meets
+        if clean:
+            pieces = []
+            for s in got:
+                part, ok = _walk_positions(seg, s.start, s.end)
+                assert ok, (log, s.start)
+                pieces += part
+            assert pieces == whole, log
+        split += len(got) > 1
+    assert split >= 20  # the check is not vacuous
