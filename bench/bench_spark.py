@@ -64,6 +64,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 MiB = 1 << 20
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 GENERATOR_VERSION = 1
 MASTER = "local[2]"
 #: The same for every job (source and baseline). binaryFile holds a whole segment as one JVM
@@ -75,6 +76,8 @@ SESSION_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.driver.memory": "4g",
 }
+#: ``--conf`` settings: in every job's session, the CLI's included (``kafkatool spark export --conf``).
+EXTRA_CONF: dict[str, str] = {}
 JOBS = ("source-parquet", "binaryfile-parquet", "source-noop", "binaryfile-noop", "cli-export")
 MEMORY_JOBS = ("source-noop", "binaryfile-noop")
 TARGET_VS_BASELINE = 1.0  # baseline seconds / source seconds must exceed this
@@ -384,18 +387,22 @@ class TreeSampler(threading.Thread):
         self.hwm: dict[int, int] = {}  # KiB
         self.cmd: dict[int, str] = {}
         self.below: dict[int, bool] = {root_pid: True}
+        self.cpu: dict[int, float] = {}  # user + system seconds, as last seen
+        self.jvm_xmx: str | None = None
         self.worker_sum_peak = 0
         self.samples = 0
 
     @staticmethod
-    def _stat(pid: int) -> tuple[str, int] | None:
+    def _stat(pid: int) -> tuple[str, int, float] | None:
+        """(comm, ppid, user + system CPU seconds) of ``pid``."""
         try:
             with open(f"/proc/{pid}/stat", "rb") as f:
                 s = f.read().decode("utf-8", "replace")
         except OSError:
             return None
         r = s.rfind(")")
-        return s[s.find("(") + 1:r], int(s[r + 2:].split()[1])
+        fields = s[r + 2:].split()
+        return s[s.find("(") + 1:r], int(fields[1]), (int(fields[11]) + int(fields[12])) / CLK_TCK
 
     @staticmethod
     def _mem(pid: int) -> tuple[int, int] | None:
@@ -457,7 +464,15 @@ class TreeSampler(threading.Thread):
             if st is None or m is None:
                 continue
             role = self.role[pid] = self._role(pid, st[0])
+            if role == "jvm" and self.jvm_xmx is None:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        args = f.read().decode("utf-8", "replace").split("\0")
+                    self.jvm_xmx = next((a[4:] for a in args if a.startswith("-Xmx")), "default")
+                except OSError:
+                    pass
             self.cmd[pid] = st[0]
+            self.cpu[pid] = max(self.cpu.get(pid, 0.0), st[2])
             self.hwm[pid] = max(self.hwm.get(pid, 0), m[0])
             if role == "worker":
                 total += m[1]
@@ -474,8 +489,15 @@ class TreeSampler(threading.Thread):
             v = [self.hwm[p] for p, r in self.role.items() if r == role and p in self.hwm]
             return round(max(v) / 1024, 1) if v else None
 
+        def cpu(role):
+            return round(sum(c for p, c in self.cpu.items() if self.role.get(p) == role), 2)
+
         workers = [p for p, r in self.role.items() if r == "worker" and p in self.hwm]
         return {
+            "jvm_xmx": self.jvm_xmx,
+            "jvm_cpu_s": cpu("jvm"),
+            "driver_cpu_s": cpu("driver"),
+            "workers_cpu_s": cpu("worker"),
             "jvm_peak_mib": peak("jvm"),
             "driver_peak_mib": peak("driver"),
             "worker_peak_mib": peak("worker"),
@@ -508,7 +530,8 @@ def job_argv(job: str, paths: list[str], out: str, options: dict[str, str]) -> l
     if job == "cli-export":
         import bench_dump as bd
 
-        return [*bd.kafkatool_exe(), "spark", "export", *paths, "--to", out, "--format", "parquet", "--master", MASTER]
+        extra = [a for k, v in EXTRA_CONF.items() for a in ("--conf", f"{k}={v}")]
+        return [*bd.kafkatool_exe(), "spark", "export", *paths, "--to", out, "--format", "parquet", "--master", MASTER, *extra]
     spec = {"job": job, "paths": paths, "out": out, "master": MASTER, "conf": SESSION_CONF, "options": options}
     return [sys.executable, os.path.abspath(__file__), "--job", json.dumps(spec)]
 
@@ -544,7 +567,7 @@ def parse_tagged(stdout: str, tag: str) -> dict | None:
 
 def fmt_table(results: list[Result]) -> str:
     head = (f"{'dataset':<12} {'job':<19} {'whole s':>8} {'job s':>7} {'start s':>7} {'Mrec/s':>7} {'JVM MiB':>8}"
-            f" {'worker MiB':>10} {'workers sum':>11} {'driver MiB':>10}")
+            f" {'worker MiB':>10} {'workers sum':>11} {'driver MiB':>10} {'JVM CPU s':>9} {'workers CPU s':>13}")
     rows = [head, "-" * len(head)]
     last = None
     for r in results:
@@ -556,7 +579,8 @@ def fmt_table(results: list[Result]) -> str:
         rows.append(f"{r.dataset if r.dataset != last else '':<12} {r.job + ('' if r.exit_code == 0 else ' (FAILED)'):<19}"
                     f" {f(r.whole_s, 8, 2)} {f(r.job_s, 7, 2)} {f(r.session_s, 7, 2)} {f(rate, 7, 2)}"
                     f" {f(m.get('jvm_peak_mib'), 8, 0)} {f(m.get('worker_peak_mib'), 10, 0)}"
-                    f" {f(m.get('workers_sum_peak_mib'), 11, 0)} {f(m.get('driver_peak_mib'), 10, 0)}")
+                    f" {f(m.get('workers_sum_peak_mib'), 11, 0)} {f(m.get('driver_peak_mib'), 10, 0)}"
+                    f" {f(m.get('jvm_cpu_s'), 9, 1)} {f(m.get('workers_cpu_s'), 13, 1)}")
         last = r.dataset
     return "\n".join(rows)
 
@@ -619,6 +643,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="jobs run on the two single-segment datasets (empty: none)")
     ap.add_argument("--runs", type=int, default=1, help="timed runs per job, best kept (default 1), interleaved")
     ap.add_argument("--option", action="append", default=[], metavar="K=V", help="a kafka_segments option for the source jobs")
+    ap.add_argument("--conf", action="append", default=[], metavar="K=V",
+                    help="an extra Spark setting for every job's session (source and baseline alike)")
     ap.add_argument("--no-check", action="store_true", help="skip reading the Parquet outputs back")
     ap.add_argument("--keep", action="store_true", help="keep the outputs under ROOT/spark/out")
     ap.add_argument("--live", action="store_true", help="run the working tree's kafkatool, not a snapshot taken at the start")
@@ -630,6 +656,8 @@ def main(argv: list[str] | None = None) -> int:
     if bad := [j for j in jobs + mem_jobs if j not in JOBS]:
         ap.error(f"unknown job: {', '.join(bad)}")
     options = dict(o.split("=", 1) for o in args.option)
+    EXTRA_CONF.update(dict(c.split("=", 1) for c in args.conf))
+    SESSION_CONF.update(EXTRA_CONF)
     root = os.path.abspath(args.root)
     started = _dt.datetime.now(_dt.timezone.utc)
     log = lambda *a: print(*a, flush=True)  # noqa: E731
@@ -690,7 +718,8 @@ def main(argv: list[str] | None = None) -> int:
     checks: dict = {"skipped": True}
     if not args.no_check:
         outputs = {j: os.path.join(out_root, f"{mixed_name}-{j}") for j in jobs if j.endswith("parquet") or j == "cli-export"}
-        outputs = {j: p for j, p in outputs.items() if os.path.isdir(p)}
+        ok_jobs = {r.job for r in results if r.dataset == mixed_name and r.exit_code == 0}
+        outputs = {j: p for j, p in outputs.items() if os.path.isdir(p) and j in ok_jobs}
         if outputs:
             t0 = time.perf_counter()
             spec = {"master": MASTER, "conf": SESSION_CONF, "outputs": outputs}

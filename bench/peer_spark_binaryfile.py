@@ -23,7 +23,8 @@ parse costs what it costs inside the data source:
 
 Topic and partition come from the parent directory's name (split at the last ``-``); the
 segment's base offset from the file name. The file's bytes come from Arrow without a copy
-(``BinaryScalar.as_buffer``). Damage is out of scope: the benchmark's segments are clean, and
+(``BinaryScalar.as_buffer``, viewed as unsigned bytes: a pyarrow buffer's memoryview has the
+signed format ``'b'``, whose items kafkatool's decompressors would read as negative numbers). Damage is out of scope: the benchmark's segments are clean, and
 a walk that stops on a bad entry raises (the data source would emit an error row and go on).
 """
 
@@ -215,7 +216,8 @@ def parse_files(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             path = paths[i].as_py()
             if path.startswith("file:"):
                 path = path[len("file:"):]
-            yield from parse_segment(contents[i].as_buffer(), path, schema)
+            # a pyarrow Buffer's memoryview has format 'b' (signed bytes): as unsigned, as files read
+            yield from parse_segment(memoryview(contents[i].as_buffer()).cast("B"), path, schema)
 
 
 def load(spark, dirs: list[str]):
