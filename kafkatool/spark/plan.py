@@ -406,6 +406,7 @@ def expand_paths(path: str | Sequence[str]) -> list[str]:
         else:
             parts.extend(q.strip() for q in p.split(","))
     out: list[str] = []
+    kept: set[str] = set()
     for p in parts:
         if not p:
             continue
@@ -420,7 +421,8 @@ def expand_paths(path: str | Sequence[str]) -> list[str]:
         for f in found:
             if not os.path.exists(f):
                 raise ValueError(f"{_PREFIX}: {f}: a symbolic link to nothing")
-            if f not in out:
+            if f not in kept:
+                kept.add(f)
                 out.append(f)
     if not out:
         raise ValueError(f"{_PREFIX}: no path given (load(PATH): a log dir, several comma-separated, a glob, "
