@@ -157,19 +157,26 @@ def _range(f: Filter, v: int, step: int = 1) -> tuple[int, int | None] | tuple[i
 # What a column's filters bound, per kind, and when the restricted read is exact for them:
 #   "set"   topic/partition: a read restricted to a set of them returns exactly the rows whose
 #           value is in the set (from the directory name; never null on a row of a selected dir);
-#   "point" the read keeps exactly the rows whose value lies in [lo, hi) (rows.read filters
-#           each row; a row with a null value is dropped by any bound, as SQL drops it);
+#   "point" offset: rows.read keeps exactly the rows whose offset lies in [lo, hi), a row with a
+#           null offset (a bad region) under any bound, as SQL does;
+#   "time"  timestamp/maxTimestamp: rows.read bounds the milliseconds Kafka stored, the column
+#           shows them as microseconds, null past the microsecond range (|ms| > 2^63 / 1000, a
+#           hostile value) where the bound still compares the milliseconds: pushed, and handed
+#           back so that Spark's null semantics have the last word;
 #   "last"  batches' lastOffset: the read keeps a batch when lastOffset >= lo and baseOffset < hi,
 #           exact for a lower bound alone; an upper bound on lastOffset is pushed as a bound
 #           on baseOffset (lastOffset < hi implies baseOffset < hi) and handed back;
 #   "base"  batches' baseOffset: exact for an upper bound alone; a lower bound is pushed as a
 #           bound on lastOffset (implied) and handed back.
+# The restricted read seeks as Kafka does (segments chosen by base offset, the .index and
+# .timeindex trusted as the broker trusts them): on a log whose offsets are out of order or
+# whose time index lies (what verify reports) it can miss rows a full read shows.
 _COLUMNS: dict[str, dict[str, tuple[str, str]]] = {
     "records": {"topic": ("topics", "set"), "partition": ("partitions", "set"),
-                "offset": ("offsets", "point"), "timestamp": ("times", "point")},
+                "offset": ("offsets", "point"), "timestamp": ("times", "time")},
     "batches": {"topic": ("topics", "set"), "partition": ("partitions", "set"),
                 "baseOffset": ("offsets", "base"), "lastOffset": ("offsets", "last"),
-                "maxTimestamp": ("times", "point")},
+                "maxTimestamp": ("times", "time")},
     "stats": {"topic": ("topics", "set"), "partition": ("partitions", "set")},
     "findings": {},
 }
