@@ -665,6 +665,14 @@ def test_fifo_named_like_a_segment_is_an_error_slice(tmp_path):
     assert [s.base_offset for s in slices(plan(d, ReadOptions(start_offset=20)))] == [20]
     # the real segment 0 is pruned with next base 20 (the FIFO is no segment)
     assert [s.base_offset for s in slices(plan(d, ReadOptions(start_offset=15)))] == [0, 20, 10]
+    # a directory, a dangling symbolic link named like a segment
+    os.mkdir(os.path.join(part, f"{30:020d}.log"))
+    os.symlink(os.path.join(part, "gone"), os.path.join(part, f"{40:020d}.log"))
+    got = slices(plan(d, ReadOptions(start_offset=30)))
+    assert [(s.base_offset, s.error) for s in got] == [
+        (20, None),
+        (30, "named like a segment but a directory: not read"),
+        (40, "named like a segment but a symbolic link to nothing: not read")]
 
 
 # ----------------------------------------------------------------------------- findings

@@ -35,7 +35,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.layout import LOG_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkatool.segment import files as names
-from kafkatool.segment.logdir import DirectoryError, Partition, Segment, segments_of
+from kafkatool.segment.logdir import DirectoryError, EntryType, Partition, Segment, segments_of
 from kafkatool.segment.walk import SegmentWalker
 
 __all__ = [
@@ -566,8 +566,9 @@ def _partition_slices(p: Partition, opts: ReadOptions) -> Iterator[tuple[Segment
         nxt = after[0] if after else None
         if not segment_may_hold(base, nxt, opts.start_offset, opts.end_offset):
             continue
+        what = "symbolic link to nothing" if e.type is EntryType.MISSING else e.type.value
         yield None, SegmentSlice(p.topic, p.partition, p.path, e.path, base, 0, None, nxt,
-                                 error=f"named like a segment but a {e.type.value}: not read")
+                                 error=f"named like a segment but a {what}: not read")
 
 
 def _sized(seg: Segment | None, s: SegmentSlice) -> SegmentSlice:
