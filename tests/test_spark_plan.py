@@ -858,3 +858,16 @@ def test_splits_of_real_and_fixture_segments_give_every_batch_once(real):
             assert pieces == whole, log
         split += len(got) > 1
     assert split >= 20  # the check is not vacuous
+
+
+def test_planning_imports_neither_pyspark_nor_pyarrow():
+    """The driver plans without Spark's or Arrow's modules (the contract of kafkatool.spark.plan)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from kafkatool.spark import plan as P; "
+            f"P.plan({str(FIXTURES)!r}, P.ReadOptions()); P.plan_stats({str(FIXTURES)!r}); "
+            f"P.plan_findings({str(FIXTURES)!r}); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'pyarrow', 'pandas', 'numpy')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
