@@ -272,6 +272,32 @@ def test_txn_fixture_control_log_append_time_and_sequences():
     assert not any(o in got for o in (119, 120, 121))  # emptied by compaction: no records
 
 
+@pytest.mark.parametrize("magic, codec, log_append", [(1, Codec.GZIP, True), (1, Codec.NONE, True), (1, Codec.LZ4, False),
+                                                    (0, Codec.SNAPPY, False)])
+def test_legacy_wrappers_against_kafka_python(tmp_path, magic, codec, log_append):
+    """Legacy entries kafkatool's fixtures do not hold: LogAppendTime v1 wrappers and messages, and a
+    wrapper of 5000 inner messages (more than one decoding chunk): rows as kafka-python reads them,
+    every row of a wrapper with its first inner offset as batchBaseOffset."""
+    pytest.importorskip("kafka")
+    from kafkatool.record.legacy import encode_legacy
+
+    log = tmp_path / "legacy-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    n = 5000 if codec else 3
+    specs = [RecordSpec(100 + i, T0 + i, b"k%d" % i, b"v" * (i % 50)) for i in range(n)]
+    lat = T0 + 99999 if log_append else None
+    data = encode_legacy(specs, magic=magic, codec=codec, log_append_time=lat)
+    data += encode_legacy([RecordSpec(100 + n, T0, None, b"x")], magic=magic)
+    log.write_bytes(data)
+    got = table_rows(read(slice_of(log)))
+    assert [(r["offset"], r["timestamp"], r["timestampType"], r["key"], r["value"], r["headers"]) for r in got] \
+        == _kafka_python_rows(log)
+    assert {r["timestampType"] for r in got[:n]} == ({1} if log_append else {-1} if magic == 0 else {0})
+    if codec:
+        assert {r["batchBaseOffset"] for r in got[:n]} == {100}
+    assert [r["offset"] for r in got] == list(range(100, 101 + n))
+
+
 def test_v0_timestamps_are_minus_one_ms():
     got = table_rows(read(slice_of(FIXTURES / "v0-gzip-0" / "00000000000000000000.log")))
     assert {r["timestamp"] for r in got} == {-1000} and {r["timestampType"] for r in got} == {-1}
@@ -391,22 +417,26 @@ def test_offset_bounds_on_txn_partition_by_hand():
     assert [(r["offset"], r["isControl"]) for r in got] == [(105, True)] + [(o, False) for o in range(106, 113)] + [(113, True)]
 
 
-def test_offset_seek_uses_the_index(monkeypatch):
-    """With a start offset the walk starts at the .index position below it (no batch before it is framed)."""
+@pytest.mark.parametrize("opts, first", [({"start_offset": 35}, 35), ({"start_time": T0 + 300}, 30), ({}, 0)])
+def test_seeks_start_at_the_index_position(monkeypatch, opts, first):
+    """v2-none-0's .index holds (29 -> 1886) and its .timeindex (T0+291 -> 29): a start offset of 35, or a
+    start time of T0+300 (offset 30's batch, max T0+393; batch 2's max is T0+293), starts the walk at
+    1886 (batch 2), never framing batches 0 and 1; no bound starts at 0."""
+    import kafkatool.segment.logdir as logdir
+
     log = FIXTURES / "v2-none-0" / "00000000000000000000.log"
-    positions = [b.position for b in Segment.at(log).batches()]
-    seen = []
-    real_batches = Segment.batches
+    starts = []
+    real_walker = logdir.SegmentWalker
 
-    def spy(self, start=0, end=None, **kw):
-        reader = real_batches(self, start, end, **kw)
-        seen.append(reader)
-        return reader
+    def spy(source, *a, **kw):
+        if not isinstance(source, (bytes, bytearray, memoryview)):  # (an index entry's batch is checked in memory)
+            starts.append(kw.get("start", 0))
+        return real_walker(source, *a, **kw)
 
-    monkeypatch.setattr(Segment, "batches", spy)
-    got = table_rows(read(slice_of(log), start_offset=35))
-    assert [r["offset"] for r in got] == list(range(35, 40))
-    assert {r["batchPosition"] for r in got} == {positions[3]}
+    monkeypatch.setattr(logdir, "SegmentWalker", spy)
+    got = table_rows(read(slice_of(log), **opts))
+    assert got[0]["offset"] == first and got[-1]["offset"] == 39
+    assert starts[0] == (1886 if opts else 0)
 
 
 @pytest.mark.parametrize("opts, expected", [
@@ -571,13 +601,47 @@ def test_damage_rows_by_hand(tmp_path):
     assert e["batchPosition"] == bs[1].position and e["offset"] is None and e["crcValid"] is None
     assert e["error"].startswith(f"{log}:{bs[1].position}: invalid_size: ")
     assert f"{bs[2].position - bs[1].position} unreadable bytes before the next valid batch at {bs[2].position}" in e["error"]
-    assert [r["offset"] for r in got if not r["error"]] == list(range(10)) + list(range(20, 40))
+    assert [r["offset"] if not r["error"] else "E" for r in got] == list(range(10)) + ["E"] + list(range(20, 40))
     b = table_rows(read(slice_of(log), "batches"))
     region = [r for r in b if r["error"]][0]
     assert (region["position"], region["size"], region["errorKind"]) == (bs[1].position, bs[2].position - bs[1].position, "invalid_size")
     # an offset bound leaves the bad region out (its offset is null); a time bound too
     assert not [r for r in table_rows(read(slice_of(log), start_offset=0)) if r["error"]]
     assert not [r for r in table_rows(read(slice_of(log), end_time=T0 + 10**9)) if r["error"]]
+
+
+def test_region_ending_at_a_slice_end_is_worded_for_the_whole_file(tmp_path):
+    """Batches 1 and 2 of v2-none-0 unframeable, the slice [0, batch 3): one region [p1, p3), in
+    verify's words for the file (the next valid batch, p3, lies at the slice's end)."""
+    log = _copy_partition(tmp_path, "v2-none-0")
+    buf = bytearray(log.read_bytes())
+    bs = _positions(log)
+    for b in bs[1:3]:
+        buf[b.position + 8 : b.position + 12] = b"\x00\x00\x00\x05"
+    log.write_bytes(bytes(buf))
+    texts, _crc = _verify_errors(log)
+    got = table_rows(read(slice_of(log, 0, bs[3].position)))
+    assert [r["error"] for r in got if r["error"]] == sorted(texts)
+    assert f"before the next valid batch at {bs[3].position}" in sorted(texts)[0]
+    assert [r["offset"] for r in got if not r["error"]] == list(range(10))
+
+
+def test_zero_count_batch_bytes_are_never_examined(tmp_path):
+    """A count-0 gzip batch whose payload is garbage (CRC fixed): verify --deep finds nothing, as
+    Kafka never decompresses it (spec §17 B.11); no row, no error."""
+    log = tmp_path / "z-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    first = encode_batch([RecordSpec(0, T0, b"k", b"v")])
+    empty = bytearray(encode_batch([RecordSpec(1, T0, b"k", b"v")], codec=Codec.GZIP))
+    struct.pack_into(">i", empty, 57, 0)
+    empty[61:] = bytes((i * 7 + 3) % 256 for i in range(len(empty) - 61))
+    _fix_crc(empty, 0, len(empty))
+    log.write_bytes(first + bytes(empty))
+    texts, crc = _verify_errors(log)
+    assert not texts and not crc
+    got = table_rows(read(slice_of(log)))
+    assert [(r["offset"], r["error"]) for r in got] == [(0, None)]
+    assert [r["error"] for r in table_rows(read(slice_of(log), "batches"))] == [None, None]
 
 
 def test_undecodable_batch_row_carries_its_batch(tmp_path):
