@@ -224,6 +224,9 @@ def test_export_refuses_to_write_into_a_log_dir(run, tmp_path) -> None:
     result = run("spark", "export", str(logdir / "golden-0"), "--to", str(tmp_path), "--mode", "overwrite")
     assert result.code == 2 and "inside the output, which overwrite would delete" in result.err
     assert (logdir / "golden-0").is_dir()
+    # paths on a Spark Connect server: compared by name, before any connection
+    result = run("spark", "export", "--remote", "sc://127.0.0.1:1", "/srv/kafka/data", "--to", "/srv/kafka/data/x")
+    assert result.code == 2 and "inside the input /srv/kafka/data" in result.err
 
 
 def test_bad_options_and_paths_are_usage_errors(run, tmp_path) -> None:

@@ -148,13 +148,15 @@ def _spark_errors():
 # --------------------------------------------------------------------------- export
 
 
-def _refuse_unsafe_output(out: str, paths: tuple[str, ...], mode: str) -> str:
+def _refuse_unsafe_output(out: str, paths: tuple[str, ...], mode: str, remote: str | None = None) -> str:
     """The save mode to give Spark for ``out``, after the data-safety checks (a local ``out``):
     it must not exist, or be an empty directory, unless --mode append/overwrite; never inside an
     input path; with overwrite, no input path may be inside it and it must hold nothing but a
-    previous export."""
-    if "://" in out and not out.startswith("file:"):
-        return {"error": "errorifexists"}.get(mode, mode)  # hdfs://, s3a://: Spark's own checks
+    previous export. With ``remote`` the paths are the cluster's: only their names are compared."""
+    if remote is not None:
+        _refuse_by_name(out, paths, mode)
+    if remote is not None or ("://" in out and not out.startswith("file:")):
+        return {"error": "errorifexists"}.get(mode, mode)  # hdfs://, s3a://, a Connect server's: Spark's own checks
     local = out[len("file:"):] if out.startswith("file:") else out
     target = os.path.realpath(local)
     for p in paths:
@@ -187,6 +189,19 @@ def _refuse_unsafe_output(out: str, paths: tuple[str, ...], mode: str) -> str:
             raise _Fail(f"--to {out} --mode overwrite: it holds {foreign[0]!r}, which is not part of a kafkatool "
                         "export (topic=... directories, _SUCCESS): refusing to delete it")
     return mode
+
+
+def _refuse_by_name(out: str, paths: tuple[str, ...], mode: str) -> None:
+    """The input/output nesting checks on the names alone (paths this machine does not see)."""
+    target = os.path.normpath(out)
+    for p in paths:
+        for one in p.split(","):
+            source = os.path.normpath(one)
+            if target == source or target.startswith(source.rstrip(os.sep) + os.sep):
+                raise _Fail(f"--to {out}: the output is inside the input {one}: refusing to write into a log dir")
+            if mode == "overwrite" and source.startswith(target.rstrip(os.sep) + os.sep):
+                raise _Fail(f"--to {out} --mode overwrite: the input {one} is inside the output, which overwrite "
+                            "would delete")
 
 
 def _for_format(df: Any, fmt: str) -> Any:
@@ -265,7 +280,7 @@ def export(paths, out, fmt, mode, topics, partitions, start_offset, end_offset, 
             if value is not None:
                 options[name] = str(value)
         _validate(options)
-        save_mode = _refuse_unsafe_output(out, paths, mode)
+        save_mode = _refuse_unsafe_output(out, paths, mode, remote)
         session = _start(master, remote, conf, quiet)
         try:
             return _export(session, paths, out, fmt, save_mode, options, quiet)
