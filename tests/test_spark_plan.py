@@ -871,3 +871,66 @@ def test_planning_imports_neither_pyspark_nor_pyarrow():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'pyarrow', 'pandas', 'numpy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# ----------------------------------------------------------------------------- time pruning
+
+
+@pytest.fixture
+def timed(tmp_path):
+    """t-0: segments at 0, 10, 20 of 10 records each (two batches of 5), record at offset o
+    stamped T0 + o, each with the .index/.timeindex recovery would build (last time entry =
+    the segment's max timestamp: T0 + 9, T0 + 19, T0 + 29)."""
+    d = make_log_dir(tmp_path / "ld")
+    for base in (0, 10, 20):
+        write_segment(os.path.join(d, "t-0"), base, [5, 5], index=True)
+    return d
+
+
+def timeindex(d, base):
+    return os.path.join(d, "t-0", f"{base:020d}.timeindex")
+
+
+def test_rolled_segments_before_start_time_are_left_out(timed):
+    def bases(**kw):
+        return [s.base_offset for s in slices(plan(timed, ReadOptions(**kw)))]
+
+    assert open(timeindex(timed, 0), "rb").read()[-12:] == struct.pack(">qi", T0 + 9, 9)  # the premise
+    assert bases() == [0, 10, 20]
+    assert bases(start_time=T0 + 9) == [0, 10, 20]       # max == start: kept (start is inclusive)
+    assert bases(start_time=T0 + 10) == [10, 20]         # max T0 + 9 < start
+    assert bases(start_time=T0 + 20) == [20]
+    assert bases(start_time=T0 + 10**9) == [20]          # the last segment is always read (it may grow)
+    assert bases(end_time=T0) == [0, 10, 20]             # end_time prunes nothing
+    assert bases(start_time=T0 + 20, start_offset=25) == [20]
+    assert [s.base_offset for s in slices(plan_stats(timed, ReadOptions(kind="stats", start_time=T0 + 20)))] == \
+        [0, 10, 20]  # stats cover whole partitions
+
+
+@pytest.mark.parametrize("damage", ["missing", "empty", "zero_tail", "odd_size", "all_zero", "decreasing",
+                                    "offset_past", "no_timestamp"])
+def test_time_pruning_only_trusts_a_sane_timeindex(timed, damage):
+    path = timeindex(timed, 0)
+    data = open(path, "rb").read()
+    if damage == "missing":
+        os.remove(path)
+    else:
+        new = {
+            "empty": b"",
+            "zero_tail": data + bytes(24),                                   # untrimmed (preallocated)
+            "odd_size": b"\0" + data,                                       # last 12 bytes look sane
+            "all_zero": bytes(120),                                          # preallocated, never written
+            "decreasing": struct.pack(">qi", T0 + 5, 4) + struct.pack(">qi", T0 + 1, 9),
+            "offset_past": struct.pack(">qi", T0 + 9, 10),                   # offset 10 is the next segment's
+            "no_timestamp": struct.pack(">qi", -1, 9),
+        }[damage]
+        open(path, "wb").write(new)
+    assert [s.base_offset for s in slices(plan(timed, ReadOptions(start_time=T0 + 10)))] == [0, 10, 20]
+    # segment 10's sane index still prunes it
+    assert [s.base_offset for s in slices(plan(timed, ReadOptions(start_time=T0 + 20)))] == [0, 20]
+
+
+def test_rolled_max_timestamp(timed):
+    seg = Segment.at(os.path.join(timed, "t-0", f"{10:020d}.log"))
+    assert P.rolled_max_timestamp(seg, 20) == T0 + 19
+    assert P.rolled_max_timestamp(seg, 19) is None  # the entry's offset 19 would be past the segment

@@ -1,7 +1,8 @@
 """What a ``kafka_segments`` read covers, and how it is cut into Spark input partitions.
 
 Pure planning on the driver: paths to partition dirs and segments (directory listings and
-``stat`` only), segments pruned by the offset bounds, large segments split at proven batch
+``stat`` only), segments pruned by the offset bounds (and rolled ones by their ``.timeindex``'s
+last entry against a start time), large segments split at proven batch
 starts, and the pieces bin-packed into tasks. No pyspark and no pyarrow here; the objects
 made are small, frozen and picklable (Spark ships each task to an executor).
 
@@ -28,6 +29,7 @@ import glob
 import math
 import os
 import re
+import stat
 import struct
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Mapping, Sequence
@@ -51,6 +53,7 @@ __all__ = [
     "FindingsTask",
     "expand_paths",
     "segment_may_hold",
+    "rolled_max_timestamp",
     "plan",
     "plan_stats",
     "plan_findings",
@@ -383,6 +386,49 @@ def segment_may_hold(base_offset: int, next_base_offset: int | None, start_offse
     return True
 
 
+_TIME_ENTRY = struct.Struct(">qi")  # (timestamp, relative offset): a .timeindex entry (spec §8.1)
+
+
+def rolled_max_timestamp(seg: Segment, next_base_offset: int) -> int | None:
+    """The largest timestamp of a rolled segment (one followed by ``next_base_offset``) as its
+    ``.timeindex`` states it, or None when that is not known this way.
+
+    When a segment is rolled (``LogSegment.onBecomeInactiveSegment``), cleaned or recovered,
+    the broker appends its max timestamp so far as the last time index entry; the broker
+    loads a segment's ``maxTimestampSoFar`` from that entry and time-based retention and
+    ``ListOffsets`` by time go by it. Only the first and last entries are read (24 bytes).
+    None: no ``.timeindex``, an empty one, one whose size is no multiple of 12, an untrimmed
+    one (zero last entry), one failing ``TimeIndex.sanityCheck`` (last timestamp below the
+    first), or a last entry whose offset lies outside ``[base, next_base)`` or without a
+    timestamp.
+    """
+    path = seg.timeindex_path
+    if path is None:
+        return None
+    size = _TIME_ENTRY.size
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_size == 0 or st.st_size % size:
+                return None
+            first = os.pread(fd, size, 0)
+            last = os.pread(fd, size, st.st_size - size)
+        finally:
+            os.close(fd)
+    except OSError:
+        return None
+    if len(first) != size or len(last) != size:
+        return None
+    first_ts, _ = _TIME_ENTRY.unpack(first)
+    last_ts, last_rel = _TIME_ENTRY.unpack(last)
+    if last == bytes(size) or last_ts < 0 or last_ts < first_ts:
+        return None
+    if not 0 <= last_rel < next_base_offset - seg.base_offset:
+        return None
+    return last_ts
+
+
 # ----------------------------------------------------------------------------- paths
 
 
@@ -472,10 +518,12 @@ def plan(paths: str | Sequence[str], opts: ReadOptions, *, parallelism: int | No
     would load (named ``<topic>-<partition>``, no ``-delete``/``-future``/``-stray`` state),
     and any partition dir or ``.log`` named in the paths. ``topics``/``partitions`` filter;
     a segment that cannot hold an offset in ``[start_offset, end_offset)`` is left out
-    (:func:`segment_may_hold`, as the broker finds a segment by base offsets). Times prune
-    nothing: no index bounds a segment's timestamps safely (a ``.timeindex`` is written
-    sparsely and a segment's records need not be in time order); the reader seeks with the
-    ``.timeindex`` and filters rows.
+    (:func:`segment_may_hold`, as the broker finds a segment by base offsets). With
+    ``start_time``, a segment that is not its partition's last is left out when its
+    ``.timeindex`` says its largest timestamp is below it (:func:`rolled_max_timestamp`: the
+    broker's own knowledge of a rolled segment, which its retention and ``ListOffsets`` by
+    time trust, as the reader's seek does); ``end_time`` prunes nothing (nothing bounds a
+    segment's smallest timestamp without reading it). The reader applies both bounds exactly.
 
     A segment larger than the task size is split at proven batch starts
     (``Segment.split(n, exact=True)``, each cut checked to start a whole batch with a valid
@@ -559,6 +607,10 @@ def _partition_slices(p: Partition, opts: ReadOptions) -> Iterator[tuple[Segment
         nxt = bases[i + 1] if i + 1 < len(bases) else None
         if not segment_may_hold(seg.base_offset, nxt, opts.start_offset, opts.end_offset):
             continue
+        if opts.start_time is not None and nxt is not None:
+            top = rolled_max_timestamp(seg, nxt)
+            if top is not None and top < opts.start_time:
+                continue
         yield seg, SegmentSlice(p.topic, p.partition, p.path, seg.log_path, seg.base_offset, 0, None, nxt)
     for e in odd:
         base = e.base_offset if e.base_offset is not None else UNKNOWN_BASE_OFFSET
