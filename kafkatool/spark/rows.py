@@ -52,6 +52,7 @@ it is at most :data:`WHOLE_BATCH_BYTES` once decompressed, else in chunks.
 from __future__ import annotations
 
 import os
+from array import array
 from typing import Any, Iterator
 
 import numpy as np
@@ -102,6 +103,7 @@ WHOLE_BATCH_BYTES = 32 << 20
 #: ... and it holds at most this many records.
 WHOLE_BATCH_RECORDS = 256 * 1024
 
+_RUN_FIELDS = 12  # the values of a run of rows, see _RecordsChunk.runs
 _MAX_MS = (2**63 - 1) // 1000  # the largest millisecond value a microsecond timestamp holds
 _NAMES = tuple(codec_name(i) for i in range(5))
 _CODEC_NAMES = pa.array(_NAMES, pa.string())
@@ -220,6 +222,8 @@ def _region_finding(path: str, region: BadRegion) -> Finding:
 def _shallow_problem(b: Batch, path: str) -> Finding | None:
     """verify's finding for a batch whose records cannot be read at all: a magic above 2 or an
     invalid codec id (same kind, position, message)."""
+    if b.magic <= 2 and (b.attributes & CODEC_MASK) < (4 if b.magic < 2 else 5):
+        return None
     out: list[Finding] = []
     add = FindingAdder(out, path, b, 0)
     magic = b.magic
@@ -296,7 +300,7 @@ class _RecordsChunk:
         self.cols = RecordColumns(include_headers=opts.include_headers)
         # per run: (rows, batchPosition, batchBaseOffset, magic, codec, leaderEpoch, producerId,
         #           producerEpoch, isTransactional, isControl, crcValid, timestampType)
-        self.runs: list[tuple] = []
+        self.runs = array("q")  # _RUN_FIELDS int64 per run, flat
         self.errors: list[dict] = []
         self.bounded = (opts.start_offset is not None or opts.end_offset is not None
                         or opts.start_time is not None or opts.end_time is not None)
@@ -345,7 +349,7 @@ class _RecordsChunk:
         cols.add_v2(section, count, offset, bts, bseq, mts if lat else None)
         added = cols.n - before
         if added:
-            self.runs.append((added, position, offset, magic, attrs & CODEC_MASK, ple, pid, pep,
+            self.runs.extend((added, position, offset, magic, attrs & CODEC_MASK, ple, pid, pep,
                               1 if attrs & TRANSACTIONAL_BIT else 0, 1 if attrs & CONTROL_BIT else 0,
                               1 if crc == computed else 0, 1 if lat else 0))
 
@@ -355,7 +359,7 @@ class _RecordsChunk:
         if not records:
             return
         self.cols.add_records(records)
-        self.runs.append((len(records), position, offset, magic, attrs & CODEC_MASK, b.partition_leader_epoch,
+        self.runs.extend((len(records), position, offset, magic, attrs & CODEC_MASK, b.partition_leader_epoch,
                           b.producer_id, b.producer_epoch, 1 if attrs & TRANSACTIONAL_BIT else 0,
                           1 if attrs & CONTROL_BIT else 0, 1 if crc == b.computed_crc else 0,
                           1 if attrs & TIMESTAMP_TYPE_BIT else 0))
@@ -384,7 +388,7 @@ class _RecordsChunk:
 
     def _legacy_run(self, b: Batch, base: int, codec: int, n: int, key: tuple) -> None:
         ttype, ok = key
-        self.runs.append((n, b.position, base, b.magic, codec, -1, -1, -1, 0, 0, ok, ttype))
+        self.runs.extend((n, b.position, base, b.magic, codec, -1, -1, -1, 0, 0, ok, ttype))
 
     # -- flushing
 
@@ -406,8 +410,8 @@ class _RecordsChunk:
         cols, runs = self.cols, self.runs
         n = cols.n
         self.cols = RecordColumns(include_headers=self.opts.include_headers)
-        self.runs = []
-        meta = np.array(runs, dtype=np.int64)
+        self.runs = array("q")
+        meta = np.frombuffer(runs, dtype=np.int64).reshape(-1, _RUN_FIELDS)
         counts = meta[:, 0]
 
         def rep(j: int, dtype) -> np.ndarray:
@@ -511,8 +515,32 @@ def read_records(task: Any, opts: Any) -> Iterator[pa.RecordBatch]:
 def _slice_records(sl: Any, opts: Any) -> Iterator[pa.RecordBatch]:
     path = display_path(sl.log_path)
     chunk = _RecordsChunk(sl, opts, path)
+    whole_records, whole_bytes = WHOLE_BATCH_RECORDS, WHOLE_BATCH_BYTES
+    flush_rows, flush_bytes = FLUSH_ROWS, FLUSH_BYTES
     for event, a, b in _walk(sl, opts, path):
         if event == _BATCH:
+            # the usual batch, inline: a v2 batch without errors pending, uncompressed or not
+            # (its records decoded whole by RecordColumns); everything else goes to _add_batch
+            (position, size, offset, magic, crc, attrs, _lod, bts, mts, pid, pep, bseq, count, ple, computed) = a
+            codec = attrs & CODEC_MASK
+            if (magic == 2 and codec <= 4 and b is not None and 0 < count <= whole_records and not chunk.errors
+                    and (codec or size - V2_HEADER_SIZE <= whole_bytes)):
+                cols = chunk.cols
+                before = cols.n
+                try:
+                    section = _records_section(a, b) if codec else b[V2_HEADER_SIZE:]
+                    if section is not None:
+                        lat = attrs & TIMESTAMP_TYPE_BIT
+                        cols.add_v2(section, count, offset, bts, bseq, mts if lat else None)
+                except (InvalidRecordError, CorruptRecordError):
+                    section = None  # _add_batch words the error as verify does
+                if section is not None:
+                    chunk.runs.extend((cols.n - before, position, offset, magic, codec, ple, pid, pep,
+                                       1 if attrs & TRANSACTIONAL_BIT else 0, 1 if attrs & CONTROL_BIT else 0,
+                                       1 if crc == computed else 0, 1 if lat else 0))
+                    if cols.n >= flush_rows or len(cols.keys.data) + len(cols.values.data) >= flush_bytes:
+                        yield from chunk.flush()
+                    continue
             yield from _add_batch(chunk, a, b, path)
             if chunk.full():
                 yield from chunk.flush()
