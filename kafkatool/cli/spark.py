@@ -2,8 +2,8 @@
 ``local[*]`` or a cluster: ``export`` (records to Parquet, JSON or CSV), ``verify`` and ``stats``
 (printed exactly as ``kafkatool verify`` and ``kafkatool stats`` print them).
 
-Only :mod:`kafkatool.spark` imports pyspark, and only once a command runs: ``kafkatool spark
---help`` works without the extra.
+Only :mod:`kafkatool.spark` imports pyspark (the jobs are in :mod:`kafkatool.spark.session`),
+and only once a command runs: ``kafkatool spark --help`` works without the extra.
 """
 
 from __future__ import annotations
@@ -17,11 +17,8 @@ import click
 
 from kafkatool.cli.main import ExitCode
 
-#: Export formats and the writer options each gets (timestamps as ISO 8601 UTC with milliseconds).
+#: Export formats (kafkatool.spark.session.write_records).
 FORMATS = ("parquet", "json", "csv")
-TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
-#: The order rows are written in, within each topic=/partition= directory: the order on disk.
-ROW_ORDER = ("topic", "partition", "segmentBaseOffset", "batchPosition", "offset")
 #: What an export directory may hold besides topic=... directories (Spark's markers and checksums).
 _EXPORT_FILES = ("_SUCCESS", "._SUCCESS.crc")
 
@@ -85,10 +82,6 @@ def _start(master: str | None, remote: str | None, conf: tuple[str, ...], quiet:
         raise _Fail(str(e)) from None
 
 
-def _read(session, kind: str, paths: tuple[str, ...], options: dict[str, str]):
-    return session.spark.read.format("kafka_segments").option("kind", kind).options(**options).load(list(paths))
-
-
 #: Error classes a Spark failure is a usage or input error for (exit 2), not a kafkatool bug (exit 3).
 _INPUT_ERRORS = ("ValueError", "OSError", "FileNotFoundError", "PermissionError", "IsADirectoryError",
                  "NotADirectoryError", "KafkaToolError", "MissingDependencyError", "AnalysisException")
@@ -131,18 +124,10 @@ def _run(body: Callable[[], int]) -> None:
     sys.exit(code)
 
 
-def _spark_errors():
-    """The exception classes a Spark action raises for a failed job (pyspark's and Py4J's)."""
-    from pyspark.errors import PySparkException
+def _spark_errors() -> tuple[type, ...]:
+    from kafkatool.spark.session import job_errors
 
-    classes: list[type] = [PySparkException]
-    try:
-        from py4j.protocol import Py4JError
-
-        classes.append(Py4JError)
-    except ImportError:  # pragma: no cover - Spark Connect only
-        pass
-    return tuple(classes)
+    return job_errors()
 
 
 # --------------------------------------------------------------------------- export
@@ -202,35 +187,6 @@ def _refuse_by_name(out: str, paths: tuple[str, ...], mode: str) -> None:
             if mode == "overwrite" and source.startswith(target.rstrip(os.sep) + os.sep):
                 raise _Fail(f"--to {out} --mode overwrite: the input {one} is inside the output, which overwrite "
                             "would delete")
-
-
-def _for_format(df: Any, fmt: str) -> Any:
-    """The columns as ``fmt`` can hold them. CSV has no binary, array or struct: ``key``,
-    ``value`` become base64 text and ``headers`` a JSON array of ``{"key": ..., "value":
-    base64}`` (null stays null); Parquet and JSON take the columns as they are (Spark's JSON
-    writer writes binary as base64 itself)."""
-    if fmt != "csv":
-        return df
-    from pyspark.sql import functions as F
-
-    headers = F.to_json(F.transform("headers", lambda h: F.struct(h["key"].alias("key"),
-                                                                   F.base64(h["value"]).alias("value"))))
-    return df.withColumns({
-        "key": F.base64("key"),
-        "value": F.base64("value"),
-        "headers": F.when(F.col("headers").isNull(), F.lit(None)).otherwise(headers),
-    })
-
-
-def _writer_options(fmt: str) -> dict[str, str]:
-    if fmt == "parquet":
-        return {}
-    options = {"timestampFormat": TIMESTAMP_FORMAT, "timeZone": "UTC"}
-    if fmt == "json":
-        options["ignoreNullFields"] = "false"
-    else:  # RFC 4180 quoting (a quote doubled), a header line; an empty string "" and null an empty field
-        options.update({"header": "true", "escape": '"', "quote": '"'})
-    return options
 
 
 @spark.command(context_settings={"max_content_width": 100},
@@ -302,36 +258,14 @@ def _validate(options: dict[str, str]) -> None:
         raise _Fail(str(e)) from None
 
 
-_PARQUET_TIMESTAMPS = "spark.sql.parquet.outputTimestampType"
-
-
 def _export(session, paths, out, fmt, save_mode, options, quiet) -> int:
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
+    from kafkatool.spark.session import write_records
 
     started = time.monotonic()
-    conf = session.spark.conf
-    # Parquet's standard timestamp (microseconds, UTC-adjusted), not Spark's legacy INT96 default
-    before = conf.get(_PARQUET_TIMESTAMPS, None) if fmt == "parquet" else None
-    if fmt == "parquet":
-        conf.set(_PARQUET_TIMESTAMPS, "TIMESTAMP_MICROS")
     try:
-        df = _read(session, "records", paths, options)
-        observation = Observation("kafkatool_export")
-        df = df.observe(observation, F.count(F.lit(1)).alias("rows"), F.count("error").alias("errors"),
-                        F.count_if(F.col("isControl")).alias("control"))
-        df = _for_format(df, fmt).sortWithinPartitions(*ROW_ORDER)
-        (df.write.format(fmt).mode(save_mode).partitionBy("topic", "partition").options(**_writer_options(fmt))
-         .save(out))
-        metrics = observation.get
+        metrics = write_records(session.spark, paths, options, out, fmt, save_mode)
     except _spark_errors() as e:
         raise _spark_failure(e) from None
-    finally:
-        if fmt == "parquet":
-            if before is None:
-                conf.unset(_PARQUET_TIMESTAMPS)
-            else:
-                conf.set(_PARQUET_TIMESTAMPS, before)
     rows, errors, control = (int(metrics.get(k) or 0) for k in ("rows", "errors", "control"))
     seconds = time.monotonic() - started
     if not quiet:
@@ -409,9 +343,9 @@ def _kinds(ctx, param, value):
 
 
 def _findings_rows(session, paths, deep: bool) -> Iterator[Any]:
-    df = _read(session, "findings", paths, {"deep": "true" if deep else "false"})
-    # one row per file and per finding: small enough to collect, and a sort here costs no Spark job
-    return iter(sorted(df.collect(), key=lambda r: (r["task"], r["seq"])))
+    from kafkatool.spark.session import collect_findings
+
+    return iter(collect_findings(session.spark, paths, deep))
 
 
 def _findings(rows: Iterable[Any]) -> Iterator[Any]:
@@ -489,8 +423,9 @@ def _stats_pieces(session, paths, deep: bool) -> dict[str, Any]:
     """Each segment's :func:`~kafkatool.stats.segment_stats`, by ``.log`` path, read by Spark."""
     import pickle
 
-    df = _read(session, "stats", paths, {"deep": "true" if deep else "false"}).select("segment", "stats")
-    return {r["segment"]: pickle.loads(r["stats"]) for r in df.collect()}
+    from kafkatool.spark.session import collect_stats
+
+    return {segment: pickle.loads(data) for segment, data in collect_stats(session.spark, paths, deep).items()}
 
 
 def combined_stats(found: Iterable[Any], pieces: dict[str, Any], opts: Any) -> Iterator[Any]:

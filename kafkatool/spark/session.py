@@ -1,4 +1,7 @@
-"""Starting the SparkSession of ``kafkatool spark``: checks first, one clear line when they fail.
+"""The SparkSession of ``kafkatool spark`` and the Spark jobs its commands run (the one place
+beside the data source where the CLI's Spark work imports pyspark; kafkatool.cli.spark does not).
+
+Starting: checks first, one clear line when they fail.
 
 :func:`start_session` checks what a JVM start would otherwise report as a page of Java (or
 Python) stack trace: the ``spark`` extra is importable, a Java runtime is there (``java`` on
@@ -10,6 +13,10 @@ Before the JVM starts it sets ``PYSPARK_PYTHON`` to this interpreter (else the w
 another Python, without kafkatool or pyarrow) and ``SPARK_LOCAL_IP=127.0.0.1`` when unset (a
 local start fails where the host name does not resolve). An already active session (a notebook's,
 the tests') is reused when no master or remote URL is asked for.
+
+The jobs: :func:`write_records` (``export``), :func:`collect_findings` (``verify``),
+:func:`collect_stats` (``stats``), each over :func:`read`, and :func:`job_errors`, the
+exceptions a failed job raises.
 """
 
 from __future__ import annotations
@@ -25,7 +32,8 @@ from typing import Any, Iterable
 from kafkatool.errors import KafkaToolError, MissingDependencyError
 
 __all__ = ["SparkStartError", "Session", "start_session", "check_java", "check_extra", "check_connect", "DEFAULT_MASTER",
-           "MIN_JAVA"]
+           "MIN_JAVA", "job_errors", "read", "for_format", "writer_options", "write_records", "collect_findings",
+           "collect_stats", "ROW_ORDER", "TIMESTAMP_FORMAT"]
 
 DEFAULT_MASTER = "local[*]"
 MIN_JAVA = 17
@@ -246,3 +254,106 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
         spark.stop()
         raise SparkStartError(f"cannot register the kafka_segments source: {_one_line(e)}") from None
     return Session(spark, owned=True)
+
+
+# --------------------------------------------------------------------------- the jobs of `kafkatool spark`
+
+#: Timestamps in JSON and CSV: ISO 8601 UTC with milliseconds (Kafka's precision).
+TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"
+#: The order rows are written in within each topic=/partition= directory: the order on disk.
+ROW_ORDER = ("topic", "partition", "segmentBaseOffset", "batchPosition", "offset")
+_PARQUET_TIMESTAMPS = "spark.sql.parquet.outputTimestampType"
+
+
+def job_errors() -> tuple[type, ...]:
+    """The exception classes a Spark action raises for a failed job (PySpark's, Spark Connect's, Py4J's)."""
+    from pyspark.errors import PySparkException
+
+    classes: list[type] = [PySparkException]
+    try:
+        from py4j.protocol import Py4JError
+
+        classes.append(Py4JError)
+    except ImportError:  # pragma: no cover - a Connect-only client
+        pass
+    return tuple(classes)
+
+
+def read(spark: Any, kind: str, paths: Iterable[str], options: dict[str, str] | None = None) -> Any:
+    """``spark.read.format("kafka_segments")`` of ``kind`` over ``paths`` (a list: the ``paths`` option)."""
+    return spark.read.format("kafka_segments").option("kind", kind).options(**(options or {})).load(list(paths))
+
+
+def for_format(df: Any, fmt: str) -> Any:
+    """The columns of a records DataFrame as ``fmt`` can hold them. CSV has no binary, array or
+    struct: ``key``, ``value`` become base64 text and ``headers`` a JSON array of ``{"key": ...,
+    "value": base64}`` (null stays null); Parquet and JSON take the columns as they are (Spark's
+    JSON writer writes binary as base64 itself)."""
+    if fmt != "csv":
+        return df
+    from pyspark.sql import functions as F
+
+    headers = F.to_json(F.transform("headers", lambda h: F.struct(h["key"].alias("key"),
+                                                                   F.base64(h["value"]).alias("value"))))
+    return df.withColumns({
+        "key": F.base64("key"),
+        "value": F.base64("value"),
+        "headers": F.when(F.col("headers").isNull(), F.lit(None)).otherwise(headers),
+    })
+
+
+def writer_options(fmt: str) -> dict[str, str]:
+    """JSON: every column written (null as null); JSON and CSV: ISO 8601 UTC timestamps; CSV: a
+    header line and RFC 4180 quoting (a quote doubled, not Spark's default backslash)."""
+    if fmt == "parquet":
+        return {}
+    options = {"timestampFormat": TIMESTAMP_FORMAT, "timeZone": "UTC"}
+    if fmt == "json":
+        options["ignoreNullFields"] = "false"
+    else:
+        options.update({"header": "true", "escape": '"', "quote": '"'})
+    return options
+
+
+def write_records(spark: Any, paths: Iterable[str], options: dict[str, str], out: str, fmt: str,
+                  mode: str) -> dict[str, int]:
+    """Write the records of ``paths`` (data source ``options``) to ``out`` as ``fmt`` (parquet,
+    json, csv), partitioned by topic and partition (hive layout), each file's rows in log order,
+    with Spark's save ``mode``. Returns ``{"rows", "errors", "control"}``: rows written, error
+    rows among them, control records among them (counted while writing: one pass)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    conf = spark.conf
+    # Parquet's standard timestamp (microseconds, UTC-adjusted), not Spark's legacy INT96 default
+    before = conf.get(_PARQUET_TIMESTAMPS, None) if fmt == "parquet" else None
+    if fmt == "parquet":
+        conf.set(_PARQUET_TIMESTAMPS, "TIMESTAMP_MICROS")
+    try:
+        df = read(spark, "records", paths, options)
+        observation = Observation("kafkatool_export")
+        df = df.observe(observation, F.count(F.lit(1)).alias("rows"), F.count("error").alias("errors"),
+                        F.count_if(F.col("isControl")).alias("control"))
+        df = for_format(df, fmt).sortWithinPartitions(*ROW_ORDER)
+        df.write.format(fmt).mode(mode).partitionBy("topic", "partition").options(**writer_options(fmt)).save(out)
+        metrics = observation.get
+    finally:
+        if fmt == "parquet":
+            if before is None:
+                conf.unset(_PARQUET_TIMESTAMPS)
+            else:
+                conf.set(_PARQUET_TIMESTAMPS, before)
+    return {k: int(metrics.get(k) or 0) for k in ("rows", "errors", "control")}
+
+
+def collect_findings(spark: Any, paths: Iterable[str], deep: bool) -> list[Any]:
+    """The ``findings`` rows of ``paths``, in ``kafkatool verify``'s order (task, then seq): one
+    row per file and per finding, small enough to collect; sorting here costs no Spark job."""
+    rows = read(spark, "findings", paths, {"deep": "true" if deep else "false"}).collect()
+    return sorted(rows, key=lambda r: (r["task"], r["seq"]))
+
+
+def collect_stats(spark: Any, paths: Iterable[str], deep: bool) -> dict[str, bytes]:
+    """Each segment's pickled :func:`~kafkatool.stats.segment_stats` (the ``stats`` kind), by ``.log`` path."""
+    df = read(spark, "stats", paths, {"deep": "true" if deep else "false"}).select("segment", "stats")
+    return {r["segment"]: bytes(r["stats"]) for r in df.collect()}
