@@ -607,7 +607,8 @@ def partition_stats(partition: Partition, opts: StatsOptions = StatsOptions(), *
         listing = []
     for e in listing:  # a FIFO or a directory named like a segment is never opened, but said
         if e.kind is FileKind.LOG and not e.is_file:
-            problems.append(Problem(e.path, None, f"named like a segment but a {e.type.value}: not read",
+            what = "symbolic link to nothing" if e.type is EntryType.MISSING else e.type.value
+            problems.append(Problem(e.path, None, f"named like a segment but a {what}: not read",
                                     "not_regular_file"))
     segments = segments_of(listing)
     return _stats(partition.path, partition, segments, opts, checkpoints or CheckpointCache(), problems)

@@ -745,3 +745,13 @@ def test_jobs_give_the_same_output(built: Path) -> None:
     assert one.returncode == two.returncode == 0, one.stderr + two.stderr
     assert one.stdout.splitlines()[:-1] == two.stdout.splitlines()[:-1] and len(one.stdout.splitlines()) > 30
     assert run("--jobs", "2", str(built)).stdout == run(str(built)).stdout
+
+
+def test_a_dangling_link_named_like_a_segment_is_said_as_one(built: Path) -> None:
+    link = built / "00000000000000000099.log"
+    os.symlink(built / "gone.log", link)
+    r = run("--format", "jsonl", str(built))
+    row = json.loads(r.stdout.splitlines()[0])
+    assert r.returncode == 1, r
+    assert [p["message"] for p in row["problems"] if p["file"] == str(link)] == [
+        "named like a segment but a symbolic link to nothing: not read"], row["problems"]
