@@ -304,6 +304,19 @@ def test_v0_timestamps_are_minus_one_ms():
     assert [r["batchBaseOffset"] for r in got] == [o // 10 * 10 for o in range(40)]
 
 
+def test_timestamps_microseconds_cannot_hold_are_null(tmp_path):
+    """A record timestamp above (2**63-1)//1000 ms has no microsecond value: null, not a wrapped number."""
+    log = tmp_path / "ts-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    big = (2**63 - 1) // 1000
+    log.write_bytes(encode_batch([RecordSpec(0, big, b"a", b"1"), RecordSpec(1, big + 1, b"b", b"2")])
+                    + encode_batch([RecordSpec(2, -1, b"c", b"3")]))
+    got = table_rows(read(slice_of(log)))
+    assert [(r["offset"], r["timestamp"]) for r in got] == [(0, big * 1000), (1, None), (2, -1000)]
+    b = table_rows(read(slice_of(log), "batches"))
+    assert [(r["baseTimestamp"], r["maxTimestamp"]) for r in b] == [(big * 1000, None), (-1000, -1000)]
+
+
 def test_include_headers_false_and_verify_crc_false():
     log = FIXTURES / "v2-none-0" / "00000000000000000000.log"
     t = read(slice_of(log), include_headers=False, verify_crc=False)
