@@ -711,32 +711,47 @@ enum {
     NBUF
 };
 
-/* One bytearray being appended to. Its size runs ahead of `len` (geometric growth);
- * cols_finish() trims it to `len`, cols_rollback() puts back `len0` and `last0`. */
+/* One bytearray being appended to, in place: bytes are written past its size, into the
+ * memory it has already allocated (CPython's bytearray keeps ob_alloc bytes, one of them for
+ * a trailing NUL), and cols_finish() sets the size to `len`. So the capacity a bytearray
+ * gained in one call serves the next (RecordColumns appends batch after batch): growth is
+ * geometric over the whole chunk, not per call. cols_rollback() puts back `len0`, `last0`. */
 struct gbuf {
     PyObject *ba;     /* borrowed */
     Py_ssize_t len0;  /* size before the call */
     Py_ssize_t len;   /* bytes written */
-    Py_ssize_t cap;   /* current size of the bytearray */
+    Py_ssize_t cap;   /* bytes that may be written at p (allocated, bar the trailing NUL) */
     uint8_t *p;
     int last0;        /* last byte before the call (a bitmap's partial byte), -1 if empty */
 };
 
+/* What may be written at the start of `ba`: its allocation when its data starts at the
+ * allocation (no `del b[:k]` offset: only then does a resize keep bytes past the size). */
+static Py_ssize_t
+gbuf_capacity(PyObject *ba)
+{
+    PyByteArrayObject *o = (PyByteArrayObject *)ba;
+    if (o->ob_alloc > 0 && o->ob_start == o->ob_bytes)
+        return o->ob_alloc - 1;
+    return Py_SIZE(ba);
+}
+
 static int
 gbuf_grow(struct gbuf *g, Py_ssize_t extra)
 {
-    Py_ssize_t need, cap;
+    Py_ssize_t need, size;
     if (extra > PY_SSIZE_T_MAX / 2 - g->len) {
         PyErr_NoMemory();
         return -1;
     }
     need = g->len + extra;
-    cap = g->cap + (g->cap >> 1) + 64;
-    if (cap < need)
-        cap = need;
-    if (PyByteArray_Resize(g->ba, cap) < 0)
+    size = g->cap + (g->cap >> 1) + 64;
+    if (size < need)
+        size = need;
+    /* first the size over what is written (kept by any resize), then the room */
+    if (PyByteArray_Resize(g->ba, g->len) < 0 || PyByteArray_Resize(g->ba, size) < 0)
         return -1;
-    g->cap = cap;
+    g->cap = gbuf_capacity(g->ba);
     g->p = (uint8_t *)PyByteArray_AS_STRING(g->ba);
     return 0;
 }
@@ -937,10 +952,15 @@ cols_rollback(struct gbuf *g)
     int k;
     PyErr_Fetch(&type, &val, &tb);
     for (k = 0; k < NBUF; k++) {
-        if (g[k].cap != g[k].len0 && PyByteArray_Resize(g[k].ba, g[k].len0) < 0)
+        PyObject *ba = g[k].ba;
+        if (PyByteArray_GET_SIZE(ba) != g[k].len0 && PyByteArray_Resize(ba, g[k].len0) < 0)
             PyErr_Clear(); /* shrinking: cannot fail in practice */
-        if (g[k].last0 >= 0 && PyByteArray_GET_SIZE(g[k].ba) == g[k].len0)
-            PyByteArray_AS_STRING(g[k].ba)[g[k].len0 - 1] = (char)g[k].last0;
+        if (PyByteArray_GET_SIZE(ba) != g[k].len0)
+            continue;
+        if (g[k].last0 >= 0)
+            PyByteArray_AS_STRING(ba)[g[k].len0 - 1] = (char)g[k].last0;
+        if (((PyByteArrayObject *)ba)->ob_alloc > g[k].len0)
+            PyByteArray_AS_STRING(ba)[g[k].len0] = '\0'; /* the trailing NUL, maybe written over */
     }
     PyErr_Restore(type, val, tb);
 }
@@ -950,7 +970,7 @@ cols_finish(struct gbuf *g)
 {
     int k;
     for (k = 0; k < NBUF; k++)
-        if (g[k].cap != g[k].len && PyByteArray_Resize(g[k].ba, g[k].len) < 0)
+        if (PyByteArray_GET_SIZE(g[k].ba) != g[k].len && PyByteArray_Resize(g[k].ba, g[k].len) < 0)
             return -1;
     return 0;
 }
@@ -1067,7 +1087,8 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
         g[k].ba = ba;
-        g[k].len0 = g[k].len = g[k].cap = PyByteArray_GET_SIZE(ba);
+        g[k].len0 = g[k].len = PyByteArray_GET_SIZE(ba);
+        g[k].cap = gbuf_capacity(ba);
         g[k].p = (uint8_t *)PyByteArray_AS_STRING(ba);
         g[k].last0 = g[k].len0 > 0 ? g[k].p[g[k].len0 - 1] : -1;
     }
@@ -1104,6 +1125,19 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     buflen = end = view.len;
     row = cnt[0];
     hrow = cnt[4];
+    /* Room for the fixed-width columns up front: `count` rows, but never more than the
+     * bytes can hold (each record takes >= MIN_RECORD_SIZE), whatever `count` says. */
+    {
+        Py_ssize_t rows = end / MIN_RECORD_SIZE;
+        if (rows > count)
+            rows = count;
+        if (RESERVE(&g[BUF_OFFSETS], 8 * rows) < 0 || RESERVE(&g[BUF_TIMESTAMPS], 8 * rows) < 0
+            || RESERVE(&g[BUF_SEQUENCES], 4 * rows) < 0 || RESERVE(&g[BUF_KEY_OFFSETS], 4 * rows) < 0
+            || RESERVE(&g[BUF_VALUE_OFFSETS], 4 * rows) < 0 || RESERVE(&g[BUF_HEADER_OFFSETS], 4 * rows) < 0
+            || RESERVE(&g[BUF_KEY_VALIDITY], rows / 8 + 1) < 0 || RESERVE(&g[BUF_VALUE_VALIDITY], rows / 8 + 1) < 0
+            || RESERVE(&g[BUF_HEADER_VALIDITY], rows / 8 + 1) < 0)
+            goto fail;
+    }
 
     for (k = 0; k < count; k++) {
         Py_ssize_t rec_start = i, body_start, body_end;
