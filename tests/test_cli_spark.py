@@ -86,6 +86,19 @@ def test_spark_stats_prints_what_stats_prints(spark, run, damaged) -> None:
     assert got.code == 1 and _seconds_out(got.out) == _seconds_out(want.out)  # ... the same way
 
 
+def test_spark_verify_and_stats_on_the_real_broker_files(spark, run, real) -> None:
+    """Every real fixture at once (magics 0-2, KRaft logs, a log whose CRCs are all bad, hex dumps
+    that are no segments): the same findings, stats and exit codes."""
+    want = run("verify", "--deep", "--format", "jsonl", str(real))
+    got = run("spark", "verify", "--deep", "--format", "jsonl", str(real))
+    assert want.code == 1 and want.out.count('"type":"finding"') > 10
+    assert (got.code, _seconds_out(got.out)) == (want.code, _seconds_out(want.out))
+    want = run("stats", "--format", "jsonl", str(real))
+    got = run("spark", "stats", "--format", "jsonl", str(real))
+    assert want.out.count('"type":"partition"') >= 6
+    assert (got.code, _seconds_out(got.out)) == (want.code, _seconds_out(want.out))
+
+
 # --------------------------------------------------------------------------- export
 
 
