@@ -41,7 +41,7 @@ as Spark's Kafka source gives it; a value too large for microseconds is null);
 records are rows (``isControl`` true); legacy (v0/v1) rows take ``crcValid`` from the
 wrapper's CRC and, inside a compressed wrapper, the message's own. ``verify_crc=False`` gives
 ``crcValid`` (and ``computedCrc``) null; the walk still computes every CRC (framing a batch does,
-in C, about 1 s per 10 GiB), it is only not reported.
+in C: about 0.2 s of CPU per GiB, measured 0.05 s for 256 MiB), it is only not reported.
 
 Memory stays flat whatever the segment's size: rows are flushed as a record batch at about
 :data:`FLUSH_BYTES` of keys and values or :data:`FLUSH_ROWS` rows, and at the end of each slice;
