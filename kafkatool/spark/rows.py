@@ -197,10 +197,7 @@ def _walk(sl: Any, opts: Any, path: str) -> Iterator[tuple]:
             if done:
                 return
             pos = reader.position
-            if framing is None and pos >= walk_end:
-                if walk_end >= end:
-                    return
-            if pos >= end:
+            if pos >= end:  # the slice is done (anything from its end on is the next slice's)
                 return
             if framing is None and walk_end < size:
                 # a batch starting before the slice's end runs past it: it is this slice's
