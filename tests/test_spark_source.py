@@ -275,11 +275,24 @@ def test_stats_rows_combine_to_kafkatool_stats(spark, logdir: Path, tmp_path: Pa
 
 
 def test_stats_pushdown_is_exact(spark, logdir: Path) -> None:
-    df = _read(spark, logdir, "stats")
+    df = _read(spark, logdir, "stats", pushFilters="true")
     got = sorted(r["segment"] for r in df.where("topic IN ('txn', 'golden') AND partition = 0").collect())
     assert got == sorted(str(p) for d in ("txn-0", "golden-0") for p in (logdir / d).glob("*.log"))
+    plan = _read(spark, logdir, "stats", pushFilters="true").where("topic = 'txn'")
+    assert "txn" not in plan._jdf.queryExecution().optimizedPlan().toString()  # handled by the source
+
+
+def test_a_dataframe_queried_twice_gives_right_answers_by_default(spark, logdir: Path) -> None:
+    """Spark 4.3 reuses a DataFrame's last pushed-down reader for a later query with nothing to
+    push, and for both sides of a self-union: the default (filters not pushed) stays right."""
+    df = _read(spark, logdir, "stats")
+    assert df.where("topic = 'txn'").count() == 1
+    total = df.count()
+    assert total == len(list(logdir.glob("*-0/*.log"))) > 1
+    both = df.where("topic = 'txn'").unionByName(df.where("topic = 'golden'"))
+    assert sorted(r["topic"] for r in both.collect()) == ["golden", "txn"]
     plan = df.where("topic = 'txn'")._jdf.queryExecution().optimizedPlan().toString()
-    assert "txn" not in plan  # handled by the source: Spark keeps no filter on topic
+    assert "txn" in plan  # Spark filters: the source did not take the filter
 
 
 # ----------------------------------------------------------------------------- row for row against the model
@@ -479,3 +492,122 @@ def test_real_files_match_the_non_spark_reader(model_reads) -> None:
     records = _compare([r for r in model_reads["records"] if r["segment"].startswith(str(REAL))], parts, "records")
     batches = _compare([r for r in model_reads["batches"] if r["segment"].startswith(str(REAL))], parts, "batches")
     assert records["rows"] > 1000 and batches["rows"] > 100
+
+
+# ----------------------------------------------------------------------------- pushdown and seek options
+
+
+def _union(dfs):
+    from pyspark.sql.functions import lit
+
+    out = None
+    for i, df in enumerate(dfs):
+        df = df.withColumn("q", lit(i))
+        out = df if out is None else out.unionByName(df)
+    return out
+
+
+def _by_query(rows: list[dict], n: int) -> list[list[dict]]:
+    out: list[list[dict]] = [[] for _ in range(n)]
+    for r in rows:
+        out[r.pop("q")].append(r)
+    return out
+
+
+def _same_rows(got: list[dict], want: list[dict], position: str, what: str) -> None:
+    assert sorted(got, key=lambda r: _key(r, position)) == sorted(want, key=lambda r: _key(r, position)), what
+
+
+def _v(r: dict, col: str, op, x) -> bool:
+    """SQL's ``col OP x`` on row ``r``: a null is no match."""
+    return r[col] is not None and op(r[col], x)
+
+
+X = T0 + 51  # offset 5's record: T0 + 10*5 + 5 % 4 ms (fixtures/README.md)
+
+
+def test_pushed_filters_return_exactly_the_matching_rows(spark, model_reads, logdir: Path) -> None:
+    import operator as op
+
+    full = [r for r in model_reads["records"] if r["segment"].startswith(str(logdir))]
+    xu = X * 1000
+    queries = [
+        ("topic = 'v2-gzip'", lambda r: r["topic"] == "v2-gzip"),
+        ("topic IN ('txn', 'golden', 'nope') AND partition = 0", lambda r: r["topic"] in ("txn", "golden")),
+        ("partition IN (1, 2)", lambda r: False),
+        ("offset >= 105 AND offset < 113", lambda r: _v(r, "offset", op.ge, 105) and r["offset"] < 113),
+        ("offset = 3", lambda r: r["offset"] == 3),
+        ("offset > 38", lambda r: _v(r, "offset", op.gt, 38)),
+        ("offset <= 1", lambda r: _v(r, "offset", op.le, 1)),
+        ("offset IN (2, 17, 110)", lambda r: r["offset"] in (2, 17, 110)),
+        ("offset > 5 AND offset < 3", lambda r: False),
+        (f"timestamp >= {_sql_ts(X, 500)}", lambda r: _v(r, "timestamp", op.ge, xu + 500)),
+        (f"timestamp >= {_sql_ts(X)}", lambda r: _v(r, "timestamp", op.ge, xu)),
+        (f"timestamp > {_sql_ts(X)}", lambda r: _v(r, "timestamp", op.gt, xu)),
+        (f"timestamp <= {_sql_ts(X, 999)}", lambda r: _v(r, "timestamp", op.le, xu + 999)),
+        (f"timestamp < {_sql_ts(X, 1)}", lambda r: _v(r, "timestamp", op.lt, xu + 1)),
+        (f"timestamp < {_sql_ts(X)}", lambda r: _v(r, "timestamp", op.lt, xu)),
+        (f"timestamp = {_sql_ts(X)}", lambda r: r["timestamp"] == xu),
+        (f"timestamp = {_sql_ts(X, 500)}", lambda r: False),
+        ("topic = 'dmg' AND offset >= 5", lambda r: r["topic"] == "dmg" and _v(r, "offset", op.ge, 5)),
+        (f"topic = 'txn' AND offset < 120 AND timestamp >= {_sql_ts(T0 + 5000)}",
+         lambda r: r["topic"] == "txn" and _v(r, "offset", op.lt, 120) and _v(r, "timestamp", op.ge, (T0 + 5000) * 1000)),
+    ]
+    # a DataFrame per query: Spark keeps one pushed-down reader per DataFrame (source.py's docstring)
+    pushed = [_read(spark, logdir, "records", pushFilters="true").where(sql) for sql, _f in queries]
+    got = _by_query(_rows(_union(pushed)), len(queries))
+    for (sql, f), rows in zip(queries, got):
+        _same_rows(rows, [r for r in full if f(r)], "batchPosition", sql)
+    assert all(got[i] for i in (0, 1, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 14, 15, 17, 18))
+    assert {r["offset"] for r in got[15]} == {5}  # exactly the records stored at X ms
+    # Spark kept no filter of its own for what the source applies exactly
+    df = _read(spark, logdir, "records", pushFilters="true")
+    plan = df.where("topic = 'v2-gzip' AND offset >= 7")._jdf.queryExecution().optimizedPlan().toString()
+    assert "v2-gzip" not in plan and ">= 7" not in plan, plan
+
+
+def test_seek_options_return_exactly_the_matching_rows(spark, model_reads, logdir: Path) -> None:
+    import operator as op
+
+    full = [r for r in model_reads["records"] if r["segment"].startswith(str(logdir))]
+    iso = lambda ms, us: _ts(ms, us).strftime("%Y-%m-%dT%H:%M:%S.%fZ")  # noqa: E731
+    cases = [
+        ({"topics": "v2-gzip,txn, dmg", "partitions": "0"}, lambda r: r["topic"] in ("v2-gzip", "txn", "dmg")),
+        ({"topics": "golden", "partitions": "1"}, lambda r: False),
+        ({"startOffset": 5, "endOffset": 25}, lambda r: _v(r, "offset", op.ge, 5) and r["offset"] < 25),
+        ({"startOffset": 110}, lambda r: _v(r, "offset", op.ge, 110)),
+        ({"endOffset": 1}, lambda r: _v(r, "offset", op.lt, 1)),
+        ({"startTime": X}, lambda r: _v(r, "timestamp", op.ge, X * 1000)),
+        ({"startTime": iso(X, 500)}, lambda r: _v(r, "timestamp", op.ge, X * 1000 + 500)),
+        ({"endTime": iso(X, 500)}, lambda r: _v(r, "timestamp", op.lt, X * 1000 + 500)),
+        ({"startTime": T0 + 100, "endTime": T0 + 5001, "topics": "txn,v1-none"},
+         lambda r: r["topic"] in ("txn", "v1-none") and _v(r, "timestamp", op.ge, (T0 + 100) * 1000)
+         and r["timestamp"] < (T0 + 5001) * 1000),
+    ]
+    got = _by_query(_rows(_union([_read(spark, logdir, "records", **o) for o, _f in cases])), len(cases))
+    for (o, f), rows in zip(cases, got):
+        _same_rows(rows, [r for r in full if f(r)], "batchPosition", repr(o))
+    assert all(got[i] for i in (0, 2, 3, 4, 5, 6, 7, 8))
+
+
+def test_batches_pushdown_returns_exactly_the_matching_rows(spark, model_reads, logdir: Path) -> None:
+    import operator as op
+
+    full = [r for r in model_reads["batches"] if r["segment"].startswith(str(logdir))]
+    xu = X * 1000
+    queries = [
+        ("lastOffset >= 110", lambda r: _v(r, "lastOffset", op.ge, 110)),
+        ("baseOffset < 20 AND topic = 'v2-lz4'", lambda r: _v(r, "baseOffset", op.lt, 20) and r["topic"] == "v2-lz4"),
+        ("baseOffset = 106", lambda r: r["baseOffset"] == 106),
+        ("lastOffset <= 104 AND lastOffset >= 103", lambda r: _v(r, "lastOffset", op.le, 104) and r["lastOffset"] >= 103),
+        ("baseOffset > 25 AND lastOffset < 30", lambda r: _v(r, "baseOffset", op.gt, 25) and _v(r, "lastOffset", op.lt, 30)),
+        ("baseOffset = 10 AND lastOffset IN (19, 25)", lambda r: r["baseOffset"] == 10 and r["lastOffset"] in (19, 25)),
+        (f"maxTimestamp >= {_sql_ts(X, 500)}", lambda r: _v(r, "maxTimestamp", op.ge, xu + 500)),
+        (f"maxTimestamp < {_sql_ts(X, 500)} AND partition = 0", lambda r: _v(r, "maxTimestamp", op.lt, xu + 500)),
+        ("topic = 'dmg' AND lastOffset > 0", lambda r: r["topic"] == "dmg" and _v(r, "lastOffset", op.gt, 0)),
+    ]
+    pushed = [_read(spark, logdir, "batches", pushFilters="true").where(sql) for sql, _f in queries]
+    got = _by_query(_rows(_union(pushed)), len(queries))
+    for (sql, f), rows in zip(queries, got):
+        _same_rows(rows, [r for r in full if f(r)], "position", sql)
+    assert all(got)

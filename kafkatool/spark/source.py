@@ -9,14 +9,25 @@ record batches (:mod:`kafkatool.spark.rows` for ``records``/``batches``,
 PATH is a log dir, a partition dir or a ``.log``; several comma-separated or as a glob; or the
 options ``path``/``paths`` (``.load([a, b])`` passes a JSON list).
 
-Filters Spark pushes down (``spark.sql.python.filterPushdown.enabled``, set by
-:func:`kafkatool.spark.register`) narrow the read (:meth:`ReadOptions.restrict`: fewer
+Filters: Spark hands the reader the filters of each query (``pushFilters``; it needs
+``spark.sql.python.filterPushdown.enabled``, which :func:`kafkatool.spark.register` sets). With
+the option ``pushFilters=true`` they narrow the read (:meth:`ReadOptions.restrict`: fewer
 partitions and segments planned, seeks through the indexes): comparisons and ``IN`` on
 ``topic``, ``partition``, ``offset``, ``timestamp`` (records), on ``topic``, ``partition``,
 ``baseOffset``, ``lastOffset``, ``maxTimestamp`` (batches), on ``topic``, ``partition``
 (stats). A filter is reported as handled only when the restricted read returns exactly the rows
 it keeps (:data:`_COLUMNS` says when); one that only narrows the read (``offset IN (3, 9)``
 reads ``[3, 10)``) is handed back, and Spark evaluates it again on what the read returns.
+
+Why only on request: Spark 4.1-4.3 keeps ONE pushed-down reader per DataFrame
+(``PythonDataSourceV2.readInfo``, set by the last query's pushdown, reused as is by a later
+query that has no filter to push, and by both sides of a self-union or self-join). A DataFrame
+read once and queried twice (``df.where("topic = 'a'").count()``, then ``df.count()``) would
+silently return the first query's rows. By default the filters are therefore all handed back
+and the read is never narrowed by them: results are right whatever the queries; the options
+``topics``, ``partitions``, ``startOffset``/``endOffset``, ``startTime``/``endTime`` give the
+same narrowing and seeks safely (they belong to the read, not to a query). With
+``pushFilters=true``, use each DataFrame for one query.
 """
 
 from __future__ import annotations
@@ -45,13 +56,22 @@ __all__ = ["KafkaSegmentsDataSource", "KafkaSegmentsReader", "SegmentsPartition"
 
 #: Options that name the input, not how to read it (``load(PATH)`` sets ``path``, ``load([..])`` ``paths``).
 PATH_OPTIONS = ("path", "paths")
+#: The option that lets pushed-down filters narrow the read (see the module docstring).
+PUSH_OPTION = "pushFilters"
 
 
-def read_options(options: Any) -> tuple[tuple[str, ...], Any]:
-    """The paths and :class:`~kafkatool.spark.plan.ReadOptions` of a data source's options."""
+def read_options(options: Any) -> tuple[tuple[str, ...], Any, bool]:
+    """The paths, :class:`~kafkatool.spark.plan.ReadOptions` and ``pushFilters`` of a data source's options."""
     from kafkatool.spark.plan import ReadOptions
 
     opts = {str(k).lower(): v for k, v in dict(options).items()}
+    push_filters = False
+    raw_push = opts.pop(PUSH_OPTION.lower(), None)
+    if raw_push is not None:
+        flag = str(raw_push).strip().lower()
+        if flag not in ("true", "false"):
+            raise ValueError(f"{NAME}: option {PUSH_OPTION}={raw_push!r}: not a boolean (true or false)")
+        push_filters = flag == "true"
     paths: list[str] = []
     if opts.get("path"):
         paths.append(opts["path"])
@@ -69,7 +89,7 @@ def read_options(options: Any) -> tuple[tuple[str, ...], Any]:
     if not paths:
         raise ValueError(f"{NAME}: no path: give one to load(PATH), or the option path or paths")
     rest = {k: v for k, v in opts.items() if k not in PATH_OPTIONS}
-    return tuple(paths), ReadOptions.from_options(rest)
+    return tuple(paths), ReadOptions.from_options(rest), push_filters
 
 
 def ddl(kind: str) -> str:
@@ -87,7 +107,7 @@ class KafkaSegmentsDataSource(DataSource):
         return NAME
 
     def schema(self) -> str:
-        _, opts = read_options(self.options)
+        _, opts, _push = read_options(self.options)
         return ddl(opts.kind)
 
     def reader(self, schema: Any) -> "KafkaSegmentsReader":
@@ -96,7 +116,7 @@ class KafkaSegmentsDataSource(DataSource):
 
         from kafkatool.spark.schema import arrow_schema
 
-        paths, opts = read_options(self.options)
+        paths, opts, push_filters = read_options(self.options)
         if isinstance(schema, StructType) and not to_arrow_schema(schema, timezone="UTC").equals(arrow_schema(opts.kind)):
             # The Arrow batches are built for our columns only: a user schema would fail
             # on the first batch with a schema mismatch far from its cause.
@@ -104,7 +124,7 @@ class KafkaSegmentsDataSource(DataSource):
                 f"{NAME}: a user-specified schema is not supported for kind {opts.kind!r}: "
                 f"leave .schema(...) out (the columns are {ddl(opts.kind)})"
             )
-        return KafkaSegmentsReader(paths, opts)
+        return KafkaSegmentsReader(paths, opts, push_filters)
 
 
 class SegmentsPartition(InputPartition):
@@ -253,11 +273,14 @@ def _translate(f: Filter, what: str, role: str) -> tuple[dict[str, Any], bool] |
 class KafkaSegmentsReader(DataSourceReader):
     """Plans the input partitions on the driver and reads one per task on the executors."""
 
-    def __init__(self, paths: tuple[str, ...], opts: Any) -> None:
+    def __init__(self, paths: tuple[str, ...], opts: Any, push_filters: bool = False) -> None:
         self.paths = paths
         self.opts = opts
+        self.push_filters = push_filters
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - Spark's name
+        if not self.push_filters:
+            return filters  # every one left to Spark, the read unchanged (module docstring: why)
         self.opts, back = push(self.opts, filters)
         return back
 
