@@ -682,6 +682,30 @@ def test_crc_mismatch_rows_keep_their_records(tmp_path):
     assert not any(r["error"] for r in got.values())
 
 
+def test_crc_mismatch_and_undecodable(tmp_path):
+    """A gzip payload damaged without fixing the CRC: verify reports the crc_mismatch alone; the
+    records row for the batch is one error row (crcValid false) with the decoding problem in the
+    words verify --deep uses once the CRC is fixed."""
+    log = _copy_partition(tmp_path, "v2-gzip-0")
+    buf = bytearray(log.read_bytes())
+    b = _positions(log)[2]
+    mid = b.position + 61 + (b.size - 61) // 2
+    buf[mid : mid + 8] = b"\xff" * 8
+    log.write_bytes(bytes(buf))
+    texts, crc = _verify_errors(log)
+    assert crc == {b.position} and not texts
+    got = table_rows(read(slice_of(log)))
+    errors = [r for r in got if r["error"]]
+    _fix_crc(buf, b.position, b.size)
+    fixed = tmp_path / "fixed-0" / log.name
+    fixed.parent.mkdir()
+    fixed.write_bytes(bytes(buf))
+    fixed_texts, _ = _verify_errors(fixed)
+    assert [r["error"].replace(str(log), str(fixed)) for r in errors] == sorted(fixed_texts)
+    assert [(r["offset"], r["crcValid"]) for r in errors] == [(20, False)]
+    assert ": decompression_failed: " in errors[0]["error"]
+
+
 def test_slice_error_is_one_unreadable_row(tmp_path):
     sl = SegmentSlice("t", 3, str(tmp_path), str(tmp_path / "x.log"), 0, 0, None, None,
                       "cannot list the directory: Permission denied")

@@ -13,7 +13,8 @@ slice it starts in. Damage is handled as ``kafkatool verify`` handles it, in its
   with ``position``/``size`` of the region and ``error``/``errorKind``), and reading resumes
   where the region ends, as verify's does;
 * a CRC mismatch: the batch's rows with ``crcValid`` false (its records are still decoded
-  when they decode);
+  when they decode; when they do not, its one error row says why, in the words verify
+  ``--deep`` uses for a batch whose CRC holds: verify itself reports only the CRC mismatch);
 * a magic byte above 2 (``unknown_magic``), an invalid codec id (``unknown_codec``), a batch
   too large to decode (``decompressed_too_large``), records that do not decode or decompress
   (verify ``--deep``'s finding for the batch: its kind, position and message): ONE error row
