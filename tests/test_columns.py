@@ -611,3 +611,20 @@ def test_pure_append_failing_midway_restores(monkeypatch):
         cols.add_records([Record(1, 2, b"k", b"v", ((b"h", None),))])
     assert snapshot(cols) == state
     check_layout(cols)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("args,message", [
+    ((2**63, 0, -1, None), "add_v2: base_offset must be int64"),
+    ((0, -(2**63) - 1, -1, None), "add_v2: base_timestamp must be int64"),
+    ((0, 0, 2**31, None), "add_v2: base_sequence must be int32"),
+    ((0, 0, -(2**31) - 1, None), "add_v2: base_sequence must be int32"),
+    ((0, 0, -1, 2**63), "add_v2: log_append_time must be int64"),
+])
+def test_header_fields_out_of_range(impl, args, message):
+    with implementation(impl):
+        cols = prefilled(True, 2)
+        state = snapshot(cols)
+        with pytest.raises(OverflowError, match=message):
+            cols.add_v2(encode([(0, 0, b"k", b"v", [], 0)]), 1, *args)
+        assert snapshot(cols) == state

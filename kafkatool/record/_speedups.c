@@ -694,8 +694,8 @@ decode_records_part(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * from the whole of `records` exactly as decode_records(records, 0, len(records), count)
  * does (the same loop as decode() above, the same errors), but instead of building a
  * tuple per record it appends each field straight into the Arrow-layout bytearrays
- * `buffers` (the 17 of BUF_* below), and returns the new `counts`
- * (n, key nulls, value nulls, header-list nulls, headers, header-value nulls).
+ * `buffers` (the 17 of BUF_* below), and updates the list `counts` in place
+ * [n, key nulls, value nulls, header-list nulls, headers, header-value nulls].
  * On any error every bytearray is put back as it was (truncated, and a bitmap's partial
  * last byte restored) and the caller keeps its old counts: the call is atomic. Buffers
  * grow with what is decoded, never with `count`.
@@ -982,7 +982,7 @@ int64_arg(PyObject *obj, const char *name, int64_t *out)
     if (v == -1 && PyErr_Occurred()) {
         if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
             PyErr_Clear();
-            PyErr_Format(PyExc_OverflowError, "decode_columns_v2: %s must be int64", name);
+            PyErr_Format(PyExc_OverflowError, "add_v2: %s must be int64", name);
         }
         return -1;
     }
@@ -996,8 +996,9 @@ PyDoc_STRVAR(decode_columns_v2_doc,
 "RecordColumns.add_v2 in C (kafkatool.record.columns): decode ``count`` v2 records\n"
 "from the whole of ``records`` (errors as decode_records(records, 0, len(records),\n"
 "count)) and append them to the 17 Arrow-layout bytearrays ``buffers``; ``counts`` is\n"
-"(rows, key nulls, value nulls, header-list nulls, headers, header-value nulls).\n"
-"Returns the new counts. On an error the bytearrays are left as they were.");
+"the list [rows, key nulls, value nulls, header-list nulls, headers, header-value\n"
+"nulls], updated in place on success. On an error the bytearrays and the counts are\n"
+"left as they were.");
 
 static PyObject *
 decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -1048,7 +1049,7 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         || int64_arg(args[4], "base_sequence", &bseq64) < 0)
         return NULL;
     if (bseq64 < INT32_MIN || bseq64 > INT32_MAX) {
-        PyErr_SetString(PyExc_OverflowError, "decode_columns_v2: base_sequence must be int32");
+        PyErr_SetString(PyExc_OverflowError, "add_v2: base_sequence must be int32");
         return NULL;
     }
     bseq = (int32_t)bseq64;
@@ -1059,14 +1060,14 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     bufs = args[7];
     counts = args[8];
-    if (!PyTuple_Check(bufs) || PyTuple_GET_SIZE(bufs) != NBUF || !PyTuple_Check(counts)
-        || PyTuple_GET_SIZE(counts) != 6) {
+    if (!PyTuple_Check(bufs) || PyTuple_GET_SIZE(bufs) != NBUF || !PyList_CheckExact(counts)
+        || PyList_GET_SIZE(counts) != 6) {
         PyErr_SetString(PyExc_TypeError,
-            "decode_columns_v2: buffers must be a tuple of 17 bytearrays, counts a tuple of 6 ints");
+            "decode_columns_v2: buffers must be a tuple of 17 bytearrays, counts a list of 6 ints");
         return NULL;
     }
     for (k = 0; k < 6; k++) {
-        cnt[k] = PyLong_AsSsize_t(PyTuple_GET_ITEM(counts, k));
+        cnt[k] = PyLong_AsSsize_t(PyList_GET_ITEM(counts, k));
         if (cnt[k] == -1 && PyErr_Occurred())
             return NULL;
         if (cnt[k] < 0 || cnt[k] > INT32_MAX) {
@@ -1117,7 +1118,7 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
     }
     if (count == 0) /* as iter_batch_records: the bytes after a zero count are never read */
-        return Py_BuildValue("(nnnnnn)", cnt[0], cnt[1], cnt[2], cnt[3], cnt[4], cnt[5]);
+        Py_RETURN_NONE;
 
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -1319,11 +1320,27 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto fail;
     }
     PyBuffer_Release(&view);
-    if (cols_finish(g) < 0) {
-        cols_rollback(g);
-        return NULL;
+    cnt[0] = row;
+    cnt[4] = hrow;
+    {
+        PyObject *vals[6];
+        for (k = 0; k < 6; k++)
+            if ((vals[k] = PyLong_FromSsize_t(cnt[k])) == NULL) {
+                while (--k >= 0)
+                    Py_DECREF(vals[k]);
+                cols_rollback(g);
+                return NULL;
+            }
+        if (cols_finish(g) < 0) {
+            for (k = 0; k < 6; k++)
+                Py_DECREF(vals[k]);
+            cols_rollback(g);
+            return NULL;
+        }
+        for (k = 0; k < 6; k++)
+            PyList_SetItem(counts, k, vals[k]); /* steals; cannot fail (exact list, k < 6) */
     }
-    return Py_BuildValue("(nnnnnn)", row, cnt[1], cnt[2], cnt[3], hrow, cnt[5]);
+    Py_RETURN_NONE;
 
 fail:
     PyBuffer_Release(&view);

@@ -184,13 +184,22 @@ class BinaryColumn:
     the data bytes, an LSB-first validity bitmap (bit i set when row i is not null; the bits past
     row n are zero) and the null count."""
 
-    __slots__ = ("offsets", "data", "validity", "null_count")
+    __slots__ = ("offsets", "data", "validity", "_cell", "_slot")
 
-    def __init__(self) -> None:
+    def __init__(self, _cell: list[int] | None = None, _slot: int = 0) -> None:
         self.offsets = bytearray(4)  # the leading 0
         self.data = bytearray()
         self.validity = bytearray()
-        self.null_count = 0
+        # the null count lives in a list slot, for RecordColumns' the one list its C path updates
+        self._cell, self._slot = ([0], 0) if _cell is None else (_cell, _slot)
+
+    @property
+    def null_count(self) -> int:
+        return self._cell[self._slot]
+
+    @null_count.setter
+    def null_count(self, value: int) -> None:
+        self._cell[self._slot] = value
 
     def __len__(self) -> int:
         return len(self.offsets) // 4 - 1
@@ -236,6 +245,8 @@ class RecordColumns:
     ``n + 1``), ``header_validity`` (bitmap over rows; a record without headers, or every record
     when ``include_headers`` is False, is a NULL list) and ``header_null_count``, with the
     struct's children ``header_keys`` (never null, valid UTF-8) and ``header_values`` (nullable).
+    Read them, never rebind or resize them by hand (the compiled path refuses buffers that do not
+    match the counts).
 
     :meth:`clear` gives the columns new bytearrays and never touches the old ones again, so
     buffers handed to Arrow zero-copy (``pa.py_buffer(cols.offsets)``) stay valid; while Arrow
@@ -243,8 +254,8 @@ class RecordColumns:
     (columns unchanged).
     """
 
-    __slots__ = ("include_headers", "n", "offsets", "timestamps", "sequences", "keys", "values",
-                 "header_offsets", "header_validity", "header_null_count", "header_keys", "header_values")
+    __slots__ = ("include_headers", "offsets", "timestamps", "sequences", "keys", "values",
+                 "header_offsets", "header_validity", "header_keys", "header_values", "_counts_list", "_bufs")
 
     def __init__(self, include_headers: bool = True) -> None:
         self.include_headers = bool(include_headers)
@@ -252,17 +263,35 @@ class RecordColumns:
 
     def clear(self) -> None:
         """Drop every row: fresh, empty buffers (the old bytearrays are left as they are)."""
-        self.n = 0
+        # rows, key nulls, value nulls, header-list nulls, headers, header-value nulls: one list,
+        # updated in place by the C path (the attributes below read it)
+        self._counts_list = c = [0, 0, 0, 0, 0, 0]
         self.offsets = bytearray()
         self.timestamps = bytearray()
         self.sequences = bytearray()
-        self.keys = BinaryColumn()
-        self.values = BinaryColumn()
+        self.keys = BinaryColumn(c, 1)
+        self.values = BinaryColumn(c, 2)
         self.header_offsets = bytearray(4)
         self.header_validity = bytearray()
-        self.header_null_count = 0
         self.header_keys = BinaryColumn()
-        self.header_values = BinaryColumn()
+        self.header_values = BinaryColumn(c, 5)
+        # the buffers in the C function's order, built once per clear() (a call per batch must be cheap)
+        self._bufs = (
+            self.offsets, self.timestamps, self.sequences,
+            *self.keys._buffers(), *self.values._buffers(),
+            self.header_offsets, self.header_validity,
+            *self.header_keys._buffers(), *self.header_values._buffers(),
+        )
+
+    @property
+    def n(self) -> int:
+        """Rows so far."""
+        return self._counts_list[0]
+
+    @property
+    def header_null_count(self) -> int:
+        """Rows whose headers list is NULL."""
+        return self._counts_list[3]
 
     def __len__(self) -> int:
         return self.n
@@ -293,20 +322,19 @@ class RecordColumns:
         Memory is bounded by the input: a count larger than the bytes can hold fails on the way,
         nothing is allocated for it.
         """
-        if not (_INT64_MIN <= base_offset <= _INT64_MAX and _INT64_MIN <= base_timestamp <= _INT64_MAX):
-            raise OverflowError("add_v2: base_offset and base_timestamp must be int64")
+        if _fast_columns is not None:  # checks its arguments as below; updates _counts_list on success
+            _fast_columns(records, count, base_offset, base_timestamp, base_sequence, log_append_time,
+                          self.include_headers, self._bufs, self._counts_list)
+            return
+        if not _INT64_MIN <= base_offset <= _INT64_MAX:
+            raise OverflowError("add_v2: base_offset must be int64")
+        if not _INT64_MIN <= base_timestamp <= _INT64_MAX:
+            raise OverflowError("add_v2: base_timestamp must be int64")
         if not _INT32_MIN <= base_sequence <= _INT32_MAX:
             raise OverflowError("add_v2: base_sequence must be int32")
         if log_append_time is not None and not _INT64_MIN <= log_append_time <= _INT64_MAX:
             raise OverflowError("add_v2: log_append_time must be int64")
         if count == 0:
-            return
-        if _fast_columns is not None:
-            counts = _fast_columns(
-                records, count, base_offset, base_timestamp, base_sequence, log_append_time,
-                self.include_headers, self._buffers(), self._counts(),
-            )
-            self._set_counts(counts)
             return
         if count > 0:
             self._check_growable()
@@ -361,8 +389,10 @@ class RecordColumns:
                 ends = [int.from_bytes(self.header_offsets[-4:], "little")] * len(headers)
             self.header_offsets += _le("i", ends)
             _append_bits(self.header_validity, n, has)
-            self.header_null_count += len(has) - sum(has)
-            self.n = n + len(offsets)
+            c = self._counts_list
+            c[3] += len(has) - sum(has)
+            c[4] = len(self.header_keys)
+            c[0] = n + len(offsets)
         except BaseException:
             self._restore(saved)
             raise
@@ -379,20 +409,13 @@ class RecordColumns:
     # ------------------------------------------------------------------ the buffers, in the C order
 
     def _buffers(self) -> tuple[bytearray, ...]:
-        return (
-            self.offsets, self.timestamps, self.sequences,
-            *self.keys._buffers(), *self.values._buffers(),
-            self.header_offsets, self.header_validity,
-            *self.header_keys._buffers(), *self.header_values._buffers(),
-        )
+        return self._bufs
 
     def _counts(self) -> tuple[int, ...]:
-        return (self.n, self.keys.null_count, self.values.null_count, self.header_null_count,
-                len(self.header_keys), self.header_values.null_count)
+        return tuple(self._counts_list)
 
     def _set_counts(self, counts: tuple[int, ...]) -> None:
-        self.n, self.keys.null_count, self.values.null_count, self.header_null_count, _hn, \
-            self.header_values.null_count = counts
+        self._counts_list[:] = counts
 
     def _save(self):
         return ([(b, len(b), bytes(b[-1:])) for b in self._buffers()], self._counts())
