@@ -682,6 +682,29 @@ def test_crc_mismatch_rows_keep_their_records(tmp_path):
     assert not any(r["error"] for r in got.values())
 
 
+def test_many_error_rows_are_flushed_in_bounded_batches(tmp_path, monkeypatch):
+    """Batches 5-14 of 20 undecodable (their count raised, CRC fixed): one error row each, in file
+    order between the good batches' rows, at most FLUSH_ERRORS per record batch."""
+    monkeypatch.setattr(rows, "FLUSH_ERRORS", 3)
+    log = tmp_path / "many-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    out = bytearray()
+    for i in range(20):
+        b = bytearray(encode_batch([RecordSpec(i * 2, T0, b"k", b"v"), RecordSpec(i * 2 + 1, T0, None, b"w")]))
+        if 5 <= i < 15:
+            struct.pack_into(">i", b, 57, 3)
+            _fix_crc(b, 0, len(b))
+        out += b
+    log.write_bytes(bytes(out))
+    batches = list(rows.read(ReadTask((slice_of(log),), 0), ReadOptions()))
+    assert [b.num_rows for b in batches if b.column("error").null_count == 0] == [3, 3, 3, 1]
+    got = table_rows(pa.Table.from_batches(batches))
+    assert [r["offset"] if r["error"] is None else ("E", r["offset"]) for r in got] == [
+        x for i in range(20) for x in ((("E", 2 * i),) if 5 <= i < 15 else (2 * i, 2 * i + 1))]
+    texts, _crc = _verify_errors(log)
+    assert sorted(r["error"] for r in got if r["error"]) == sorted(texts) and len(texts) == 10
+
+
 def test_crc_mismatch_and_undecodable(tmp_path):
     """A gzip payload damaged without fixing the CRC: verify reports the crc_mismatch alone; the
     records row for the batch is one error row (crcValid false) with the decoding problem in the

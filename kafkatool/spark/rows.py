@@ -85,6 +85,7 @@ from kafkatool.verify.findings import Finding, FindingAdder, FindingKind
 __all__ = [
     "FLUSH_BYTES",
     "FLUSH_ROWS",
+    "FLUSH_ERRORS",
     "WHOLE_BATCH_BYTES",
     "read",
     "read_records",
@@ -97,6 +98,8 @@ __all__ = [
 FLUSH_BYTES = 8 << 20
 #: ... or it holds this many rows (batches rows too).
 FLUSH_ROWS = 64 * 1024
+#: Error rows gathered before they are flushed (one per bad region or undecodable batch).
+FLUSH_ERRORS = 4096
 #: A v2 batch whose records section (decompressed) is at most this large is decoded in one call
 #: of :meth:`RecordColumns.add_v2`; a larger one is checked whole first, then decoded in chunks
 #: with flushes between them (its rows never all in memory at once).
@@ -325,6 +328,8 @@ class _RecordsChunk:
             )
         if self._keep_error(row):
             self.errors.append(row)
+            if len(self.errors) >= FLUSH_ERRORS:  # a file of many small bad regions: memory stays bounded
+                yield from self.flush()
 
     def _keep_error(self, row: dict) -> bool:
         o = self.opts
@@ -391,15 +396,15 @@ class _RecordsChunk:
     # -- flushing
 
     def flush(self) -> Iterator[pa.RecordBatch]:
-        """The gathered rows as record batches (records first, then error rows: a chunk holds
-        one or the other, :meth:`add_error` flushes the records before an error)."""
+        """The gathered rows as record batches, in file order: the error rows, then the records
+        that came after them (:meth:`add_error` flushes any records before it adds an error)."""
+        if self.errors:
+            rows, self.errors = self.errors, []
+            yield self._errors_batch(rows)
         if self.cols.n:
             rb = self._records_batch()
             if rb.num_rows:
                 yield rb
-        if self.errors:
-            rows, self.errors = self.errors, []
-            yield self._errors_batch(rows)
 
     def _const(self, value, n: int, type_: pa.DataType) -> pa.Array:
         return pa.repeat(pa.scalar(value, type_), n)
@@ -517,11 +522,11 @@ def _slice_records(sl: Any, opts: Any) -> Iterator[pa.RecordBatch]:
     flush_rows, flush_bytes = FLUSH_ROWS, FLUSH_BYTES
     for event, a, b in _walk(sl, opts, path):
         if event == _BATCH:
-            # the usual batch, inline: a v2 batch without errors pending, uncompressed or not
+            # the usual batch, inline: a v2 batch, uncompressed or not
             # (its records decoded whole by RecordColumns); everything else goes to _add_batch
             (position, size, offset, magic, crc, attrs, _lod, bts, mts, pid, pep, bseq, count, ple, computed) = a
             codec = attrs & CODEC_MASK
-            if (magic == 2 and codec <= 4 and b is not None and 0 < count <= whole_records and not chunk.errors
+            if (magic == 2 and codec <= 4 and b is not None and 0 < count <= whole_records
                     and (codec or size - V2_HEADER_SIZE <= whole_bytes)):
                 cols = chunk.cols
                 before = cols.n
@@ -557,8 +562,6 @@ def _add_batch(chunk: _RecordsChunk, b: Batch, data, path: str) -> Iterator[pa.R
     if problem is not None:
         yield from chunk.add_error(problem, b)
         return
-    if chunk.errors:
-        yield from chunk.flush()  # error rows before this batch's rows, in file order
     if b.magic >= 2:
         if b.count == 0:
             return  # bytes after a zero-count header are never examined (spec §17 B.11), as the reference does
