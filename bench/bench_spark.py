@@ -464,11 +464,12 @@ class TreeSampler(threading.Thread):
             if st is None or m is None:
                 continue
             role = self.role[pid] = self._role(pid, st[0])
-            if role == "jvm" and self.jvm_xmx is None:
+            if role == "jvm" and self.jvm_xmx is None:  # the SparkSubmit JVM's heap (not spark-class's launcher)
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
                         args = f.read().decode("utf-8", "replace").split("\0")
-                    self.jvm_xmx = next((a[4:] for a in args if a.startswith("-Xmx")), "default")
+                    if "org.apache.spark.deploy.SparkSubmit" in args:
+                        self.jvm_xmx = next((a[4:] for a in args if a.startswith("-Xmx")), "default")
                 except OSError:
                     pass
             self.cmd[pid] = st[0]
