@@ -530,9 +530,12 @@ def _slice_records(sl: Any, opts: Any) -> Iterator[pa.RecordBatch]:
                     and (codec or size - V2_HEADER_SIZE <= whole_bytes)):
                 cols = chunk.cols
                 before = cols.n
+                whole = True
                 try:
                     section = _records_section(a, b) if codec else b[V2_HEADER_SIZE:]
-                    if section is not None:
+                    if section is None:
+                        whole = False  # too large once decompressed: _add_batch decodes it in chunks
+                    else:
                         lat = attrs & TIMESTAMP_TYPE_BIT
                         cols.add_v2(section, count, offset, bts, bseq, mts if lat else None)
                 except (InvalidRecordError, CorruptRecordError):
@@ -544,7 +547,9 @@ def _slice_records(sl: Any, opts: Any) -> Iterator[pa.RecordBatch]:
                     if cols.n >= flush_rows or len(cols.keys.data) + len(cols.values.data) >= flush_bytes:
                         yield from chunk.flush()
                     continue
-            yield from _add_batch(chunk, a, b, path)
+                yield from _add_batch(chunk, a, b, path, whole)
+            else:
+                yield from _add_batch(chunk, a, b, path)
             if chunk.full():
                 yield from chunk.flush()
         elif event == _REGION:
@@ -554,8 +559,9 @@ def _slice_records(sl: Any, opts: Any) -> Iterator[pa.RecordBatch]:
     yield from chunk.flush()
 
 
-def _add_batch(chunk: _RecordsChunk, b: Batch, data, path: str) -> Iterator[pa.RecordBatch]:
-    """The rows of one batch into ``chunk`` (or its error row); yields what must be flushed on the way."""
+def _add_batch(chunk: _RecordsChunk, b: Batch, data, path: str, whole: bool = True) -> Iterator[pa.RecordBatch]:
+    """The rows of one batch into ``chunk`` (or its error row); yields what must be flushed on the
+    way. ``whole`` False: a v2 batch known to be too large to decode whole."""
     problem = _shallow_problem(b, path)
     if problem is None and data is None:
         problem = _too_large(b, path)
@@ -565,7 +571,7 @@ def _add_batch(chunk: _RecordsChunk, b: Batch, data, path: str) -> Iterator[pa.R
     if b.magic >= 2:
         if b.count == 0:
             return  # bytes after a zero-count header are never examined (spec §17 B.11), as the reference does
-        if b.count <= WHOLE_BATCH_RECORDS:
+        if whole and b.count <= WHOLE_BATCH_RECORDS:
             try:
                 section = _records_section(b, data)
                 if section is not None:
