@@ -351,6 +351,21 @@ def test_missing_extra_is_one_clear_line(tmp_path) -> None:
     assert help_.returncode == 0 and "--to OUT" in help_.stdout
 
 
+def test_a_failed_job_of_its_own_session_is_one_line(tmp_path) -> None:
+    """kafkatool's own local session (a JVM of its own, started as the command starts it): the
+    data source's error while Spark plans the write comes out as one line, without the Java and
+    Python stack traces Spark's loggers print by default, and without Spark's start-up banner."""
+    if os.environ.get("JAVA_HOME") is None and shutil.which("java") is None:
+        pytest.skip("Spark tests need a Java runtime (no java on PATH and JAVA_HOME unset)")
+    done = _subprocess(["spark", "export", f"{tmp_path}/no-a,{tmp_path}/no-b", "--to", str(tmp_path / "out")],
+                       _env(), timeout=300)
+    lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("WARNING: Using incubator modules")]
+    assert done.returncode == 2, done
+    assert lines == [f"kafkatool: error: the Spark job failed: ValueError: kafka_segments: {tmp_path}/no-a: no such file "
+                     "or directory"], done.stderr
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.parquet"))
+
+
 def test_remote_without_the_connect_client(run) -> None:
     import importlib.util
 

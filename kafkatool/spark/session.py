@@ -138,31 +138,43 @@ def _one_line(e: BaseException) -> str:
     return first[:500]
 
 
-#: The driver's log4j2 settings: Spark's warnings (errors only with ``quiet``) on standard error, in
-#: Spark's own layout, without the start-up banner of its default profile and the warning every
-#: machine without Hadoop's native library gets.
+#: The driver's log4j2 settings: Spark's warnings on standard error (``quiet`` sets the level to
+#: ERROR once started: a root level other than WARN at start would make the shell's start-up
+#: print "Setting default log level"), one line each, without stack traces, without the banner
+#: of Spark's default profile and the warning every machine without Hadoop's native library gets.
 _LOG4J2 = """\
-rootLogger.level = {level}
+rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
 appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n%ex
+appender.console.layout.pattern = %d{{yy/MM/dd HH:mm:ss}} %p %c{{1}}: %m%n
+appender.console.layout.alwaysWriteExceptions = false
 logger.nativecode.name = org.apache.hadoop.util.NativeCodeLoader
 logger.nativecode.level = error
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = {level}
-"""
+{silenced}"""
+
+#: Loggers that print a failed job's Java and Python stack traces (the job's error comes out as
+#: one line from kafkatool instead): the task that failed, its retries, the aborted write.
+SILENCED_LOGGERS = (
+    "org.apache.spark.executor.Executor",
+    "org.apache.spark.scheduler.TaskSetManager",
+    "org.apache.spark.sql.execution.datasources.FileFormatWriter",
+    "org.apache.spark.sql.execution.datasources.FileFormatDataWriter",
+    "org.apache.spark.sql.execution.datasources.v2.python",
+)
 
 
-def _log_config(quiet: bool) -> str:
+def _log_config() -> str:
     """A log4j2 properties file for the driver JVM (removed once the JVM has read it)."""
     import tempfile
 
     fd, path = tempfile.mkstemp(prefix="kafkatool-log4j2-", suffix=".properties")
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(_LOG4J2.format(level="error" if quiet else "warn"))
+        silenced = "".join(f"logger.silenced{i}.name = {name}\nlogger.silenced{i}.level = off\n"
+                           for i, name in enumerate(SILENCED_LOGGERS))
+        f.write(_LOG4J2.format(silenced=silenced))
     return path
 
 
@@ -226,7 +238,7 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
         progress = not quiet and sys.stderr.isatty()
         builder = builder.config("spark.ui.showConsoleProgress", "true" if progress else "false")
         if not any(k == "spark.driver.extraJavaOptions" for k, _v in pairs):
-            log_config = _log_config(quiet)
+            log_config = _log_config()
             builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log_config}")
     for key, value in pairs:
         builder = builder.config(key, value)
@@ -244,7 +256,7 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
             except OSError:
                 pass
     try:
-        if remote is None:
+        if remote is None and (quiet or log_config is None):
             spark.sparkContext.setLogLevel("ERROR" if quiet else "WARN")
         register(spark)
     except KafkaToolError:
