@@ -158,7 +158,8 @@ def reference_decode(records, count):
 
 int32 = st.one_of(st.integers(-70, 70), st.integers(-(2**31), 2**31 - 1))
 int64 = st.one_of(st.integers(-70, 70), st.integers(-(2**31), 2**31), st.integers(-(2**63), 2**63 - 1))
-blob = st.one_of(st.binary(max_size=12), st.binary(min_size=120, max_size=400))  # 1- and 2-byte lengths
+blob = st.one_of(st.binary(max_size=12), st.binary(min_size=120, max_size=400),  # 1-, 2- and 3-byte lengths
+                st.integers(16384, 17000).map(lambda n: bytes([n % 251]) * n))
 header = st.tuples(st.one_of(st.binary(max_size=8), st.text(max_size=4).map(str.encode)), st.none() | st.binary(max_size=8))
 headers = st.one_of(st.just([]), st.lists(header, max_size=3), st.lists(header, min_size=60, max_size=70))
 record = st.tuples(int32, int64, st.none() | blob, st.none() | blob, headers, st.integers(0, 255))
@@ -627,4 +628,17 @@ def test_header_fields_out_of_range(impl, args, message):
         state = snapshot(cols)
         with pytest.raises(OverflowError, match=message):
             cols.add_v2(encode([(0, 0, b"k", b"v", [], 0)]), 1, *args)
+        assert snapshot(cols) == state
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_zero_count_reads_nothing(impl):
+    """As iter_batch_records (§17 B.11): a zero count appends nothing and never looks at the bytes,
+    even garbage, even with a buffer exported."""
+    with implementation(impl):
+        cols = prefilled(True, 3)
+        state = snapshot(cols)
+        view = memoryview(cols.offsets)
+        cols.add_v2(b"\xff\xff garbage", 0, 0, 0, -1, None)
+        view.release()
         assert snapshot(cols) == state

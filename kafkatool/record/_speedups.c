@@ -1058,6 +1058,8 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     if ((with_headers = PyObject_IsTrue(args[6])) < 0)
         return NULL;
+    if (count == 0) /* as iter_batch_records: the bytes after a zero count are never read */
+        Py_RETURN_NONE;
     bufs = args[7];
     counts = args[8];
     if (!PyTuple_Check(bufs) || PyTuple_GET_SIZE(bufs) != NBUF || !PyList_CheckExact(counts)
@@ -1117,9 +1119,6 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
-    if (count == 0) /* as iter_batch_records: the bytes after a zero count are never read */
-        Py_RETURN_NONE;
-
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
     buf = (const uint8_t *)view.buf;
