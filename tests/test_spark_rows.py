@@ -319,6 +319,16 @@ def test_timestamps_microseconds_cannot_hold_are_null(tmp_path):
     assert [(r["baseTimestamp"], r["maxTimestamp"]) for r in b] == [(big * 1000, None), (-1000, -1000)]
 
 
+def test_header_keys_not_utf8_are_replaced_as_java_does(tmp_path):
+    """A header key that is not UTF-8 is a valid string in the column (Java's replacement, as Spark's
+    Kafka source shows it); its value stays bytes."""
+    log = tmp_path / "h-0" / "00000000000000000000.log"
+    log.parent.mkdir()
+    log.write_bytes(encode_batch([RecordSpec(0, T0, b"k", b"v", [(b"ok", b"1"), (b"a\xffb", b"\xff")])]))
+    got = table_rows(read(slice_of(log)))  # read() validates the string column fully
+    assert got[0]["headers"] == [{"key": "ok", "value": b"1"}, {"key": "a\ufffdb", "value": b"\xff"}]
+
+
 def test_include_headers_false_and_verify_crc_false():
     log = FIXTURES / "v2-none-0" / "00000000000000000000.log"
     t = read(slice_of(log), include_headers=False, verify_crc=False)
