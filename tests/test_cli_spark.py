@@ -79,6 +79,12 @@ def test_spark_stats_prints_what_stats_prints(spark, run, damaged) -> None:
     assert want.code == 0 and want.out.count("\npartition ") == len(LIVE) - 1
     assert (got.code, got.out, _seconds_out(got.err)) == (want.code, want.out, _seconds_out(want.err))
 
+    # several paths in one argument, as the data source takes them: comma-separated (or a glob)
+    want = run("stats", "--format", "jsonl", str(FIXTURES / "txn-0"), str(FIXTURES / "golden-0"))
+    got = run("spark", "stats", "--format", "jsonl", f"{FIXTURES / 'txn-0'},{FIXTURES / 'golden-0'}")
+    assert want.out.count('"type":"partition"') == 2
+    assert (got.code, _seconds_out(got.out)) == (want.code, _seconds_out(want.out))
+
     args = ("--format", "jsonl", "--deep", "--producers", "1", str(damaged))
     want = run("stats", *args)
     got = run("spark", "stats", *args)
@@ -258,6 +264,8 @@ def test_bad_options_and_paths_are_usage_errors(run, tmp_path) -> None:
     want = run("stats", str(empty))
     got = run("spark", "stats", str(empty))
     assert (got.code, got.err) == (want.code, want.err) == (2, want.err)
+    result = run("spark", "stats", str(FIXTURES / "no-such-*"))
+    assert result.code == 2 and f"{FIXTURES / 'no-such-*'}: no path matches" in result.err
     result = run("spark", "verify", "--fail-on", "no_such_kind", str(FIXTURES))
     assert result.code == 2 and "unknown finding kind(s): no_such_kind" in result.err
 

@@ -63,13 +63,22 @@ def spark() -> None:
 # --------------------------------------------------------------------------- shared
 
 
-def _check_paths(paths: tuple[str, ...], remote: str | None, *, must_be_here: bool = False) -> None:
-    """Local paths must exist (as the other commands' PATHS); with --remote they need only exist on the cluster."""
+def _local_paths(paths: tuple[str, ...], remote: str | None, *, must_be_here: bool = False) -> list[str] | None:
+    """The paths as the data source expands them (``a,b`` and globs; kafkatool.spark.plan.expand_paths),
+    when this machine sees them. A plain path that does not exist is a usage error, as for every
+    command's PATHS; with --remote the paths need only exist on the cluster (None: not here)."""
+    from kafkatool.spark.plan import expand_paths
+
     for p in paths:
-        if "," in p and not os.path.exists(p):
-            pass  # "a,b": the data source splits it
-        elif not os.path.exists(p) and (remote is None or must_be_here):
+        plain = "," not in p and not any(c in p for c in "*?[")
+        if plain and not os.path.lexists(p) and (remote is None or must_be_here):
             raise click.BadParameter(f"Path {p!r} does not exist.", param_hint="'PATHS...'")
+    try:
+        return expand_paths(list(paths))
+    except ValueError as e:
+        if remote is not None and not must_be_here:
+            return None
+        raise _Fail(str(e)) from None
 
 
 def _start(master: str | None, remote: str | None, conf: tuple[str, ...], quiet: bool):
@@ -228,7 +237,7 @@ def export(paths, out, fmt, mode, topics, partitions, start_offset, end_offset, 
     usage, a refusal (OUT not empty, OUT inside a log dir), or Spark or Java missing.
     """
     def body() -> int:
-        _check_paths(paths, remote)
+        _local_paths(paths, remote)
         options = {"includeHeaders": "false" if no_headers else "true"}
         for name, value in (("topics", topics), ("partitions", partitions), ("startOffset", start_offset),
                             ("endOffset", end_offset), ("startTime", start_time), ("endTime", end_time),
@@ -314,12 +323,12 @@ def verify(paths, deep, fmt, fail_on, ignore, master, remote, conf, quiet) -> No
         from kafkatool.cli.verify import NOTHING_KAFKA, report
         from kafkatool.verify import INFO_KINDS, KINDS, expand_targets
 
-        _check_paths(paths, remote)
+        local = _local_paths(paths, remote)
         form = fmt or ("table" if sys.stdout.isatty() else "text")
         fail_kinds = fail_on if fail_on is not None else frozenset(KINDS) - INFO_KINDS
-        if all(os.path.exists(p) for p in paths):  # on this machine: the same usage errors as verify
+        if local is not None:  # on this machine: the same usage errors as verify
             nothing: list[str] = []
-            expand_targets(paths, nothing)
+            expand_targets(local, nothing)
             if nothing:
                 raise _Fail("\nkafkatool: error: ".join(f"{p}: {NOTHING_KAFKA}" for p in nothing))
         session = _start(master, remote, conf, quiet)
@@ -401,8 +410,7 @@ def stats(paths, fmt, deep, max_producers, master, remote, conf, quiet) -> None:
         from kafkatool.cli.stats import refuse_unusable, report
         from kafkatool.stats import StatsOptions, find_targets
 
-        _check_paths(paths, remote, must_be_here=True)
-        found, run = find_targets(paths)
+        found, run = find_targets(_local_paths(paths, remote, must_be_here=True) or [])
         refuse_unusable(run)
         opts = StatsOptions(deep=deep, max_producers=max_producers)
         session = _start(master, remote, conf, quiet)
