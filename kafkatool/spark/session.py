@@ -262,9 +262,10 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
     except KafkaToolError:
         spark.stop()
         raise
-    except Exception as e:
+    except Exception as e:  # with Spark Connect the first call is the first contact with the server
         spark.stop()
-        raise SparkStartError(f"cannot register the kafka_segments source: {_one_line(e)}") from None
+        where = f"Spark Connect at {remote}: " if remote is not None else ""
+        raise SparkStartError(f"{where}cannot register the kafka_segments source: {_one_line(e)}") from None
     return Session(spark, owned=True)
 
 
