@@ -617,3 +617,67 @@ def test_batches_pushdown_returns_exactly_the_matching_rows(spark, model_reads, 
     for (sql, f), rows in zip(queries, got):
         _same_rows(rows, [r for r in full if f(r)], "position", sql)
     assert all(got)
+
+
+# ----------------------------------------------------------------------------- paths, guards
+
+
+def test_every_way_of_naming_the_input(spark, logdir: Path) -> None:
+    """load(PATH): comma-separated, a glob, a list, the path/paths options, a partition dir, a .log."""
+    import json
+
+    a, b = logdir / "txn-0", logdir / "golden-0"
+    log = a / "00000000000000000100.log"
+    reader = lambda: spark.read.format("kafka_segments").option("kind", "stats")  # noqa: E731
+    cases = [
+        (reader().load(f"{a}, {b}"), [a, b]),
+        (reader().load(str(logdir / "v2-*-0")), sorted(logdir.glob("v2-*-0"))),
+        (reader().load([str(a), str(b)]), [a, b]),
+        (reader().option("paths", json.dumps([str(b)])).load(), [b]),
+        (reader().option("path", str(a)).load(), [a]),
+        (reader().load(str(log)), [log]),
+    ]
+    got = _by_query([r.asDict() for r in _union([df.select("segment") for df, _w in cases]).collect()], len(cases))
+    for (_df, want), rows in zip(cases, got):
+        segments = sorted(str(p) for w in want for p in ([w] if w.suffix == ".log" else w.glob("*.log")))
+        assert sorted(r["segment"] for r in rows) == segments
+    with pytest.raises(Exception, match="no-such-dir: no such file or directory"):
+        reader().load(str(logdir / "no-such-dir")).collect()
+
+
+def test_a_slice_that_fails_becomes_an_error_row_and_the_task_goes_on(monkeypatch) -> None:
+    """What escapes rows.read (it should not: damage is rows) stops only its slice, said in a row;
+    a missing codec library and bugs fail the task."""
+    pytest.importorskip("pyarrow")
+    from kafkatool.errors import InvalidRecordError, MissingDependencyError
+    from kafkatool.spark import plan, rows, tasks
+
+    opts = plan.ReadOptions()
+    (task,) = plan.plan([str(FIXTURES / "v2-none-0"), str(FIXTURES / "golden-0")], opts)
+    assert len(task.slices) == 2
+    real_read = rows.read
+    failure: list[BaseException] = []
+
+    def failing(t, o):
+        (s,) = t.slices
+        if "v2-none" in s.log_path:
+            yield next(iter(real_read(t, o)))  # its rows so far, then the failure
+            raise failure[0]
+        yield from real_read(t, o)
+
+    monkeypatch.setattr(rows, "read", failing)
+    log = str(FIXTURES / "v2-none-0" / "00000000000000000000.log")
+    for error, where in [
+        (InvalidRecordError("bad varint", path=log, position=1234, kind="invalid_record"), f"{log}:1234: invalid_record: bad varint"),
+        (FileNotFoundError(2, "No such file or directory", log), f"{log}:0: unreadable: cannot read the file: No such file or directory"),
+    ]:
+        failure[:] = [error]
+        out = [r for b in tasks.read(task, opts) for r in b.to_pylist()]
+        errors = [r for r in out if r["error"]]
+        assert len(errors) == 1 and errors[0]["error"].startswith(where + " (reading stopped here"), errors
+        assert errors[0]["topic"] == "v2-none" and errors[0]["segment"] == log and errors[0]["offset"] is None
+        assert [r["topic"] for r in out if not r["error"]] == ["v2-none"] * 40 + ["golden"] * 4
+    for error in (MissingDependencyError("this batch needs 'lz4'"), TypeError("a bug")):
+        failure[:] = [error]
+        with pytest.raises(type(error)):
+            list(tasks.read(task, opts))
