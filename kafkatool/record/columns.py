@@ -320,7 +320,9 @@ class RecordColumns:
         from decode_records, as iter_batch_records: ``count == 0`` appends nothing and never looks
         at the bytes (§17 B.11). A negative count raises decode_records' error (at position 0).
         Memory is bounded by the input: a count larger than the bytes can hold fails on the way,
-        nothing is allocated for it.
+        nothing is allocated for it. BufferError while a buffer is exported (see the class),
+        OverflowError for a base field outside int64 (base_sequence: int32) or a column past
+        2**31-1 bytes (Arrow's int32 offsets: clear() first); the columns unchanged either way.
         """
         if _fast_columns is not None:  # checks its arguments as below; updates _counts_list on success
             _fast_columns(records, count, base_offset, base_timestamp, base_sequence, log_append_time,
