@@ -529,7 +529,6 @@ def _slice_records(sl: Any, opts: Any) -> Iterator[pa.RecordBatch]:
             if (magic == 2 and codec <= 4 and b is not None and 0 < count <= whole_records
                     and (codec or size - V2_HEADER_SIZE <= whole_bytes)):
                 cols = chunk.cols
-                before = cols.n
                 whole = True
                 try:
                     section = _records_section(a, b) if codec else b[V2_HEADER_SIZE:]
@@ -540,8 +539,8 @@ def _slice_records(sl: Any, opts: Any) -> Iterator[pa.RecordBatch]:
                         cols.add_v2(section, count, offset, bts, bseq, mts if lat else None)
                 except (InvalidRecordError, CorruptRecordError):
                     section = None  # _add_batch words the error as verify does
-                if section is not None:
-                    chunk.runs.extend((cols.n - before, position, offset, magic, codec, ple, pid, pep,
+                if section is not None:  # add_v2 appended `count` rows (it appends all or none)
+                    chunk.runs.extend((count, position, offset, magic, codec, ple, pid, pep,
                                        1 if attrs & TRANSACTIONAL_BIT else 0, 1 if attrs & CONTROL_BIT else 0,
                                        1 if crc == computed else 0, 1 if lat else 0))
                     if cols.n >= flush_rows or len(cols.keys.data) + len(cols.values.data) >= flush_bytes:
