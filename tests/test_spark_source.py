@@ -622,6 +622,15 @@ def test_batches_pushdown_returns_exactly_the_matching_rows(spark, model_reads, 
 # ----------------------------------------------------------------------------- paths, guards
 
 
+def test_spark_workers_import_this_kafkatool(spark) -> None:
+    """The executors' Python (PYSPARK_PYTHON) imports the same kafkatool as the driver: the data
+    source's classes are found by module name there, and a stale install would read differently."""
+    import kafkatool
+
+    where = spark.sparkContext.parallelize([0], 1).map(lambda _: __import__("kafkatool").__file__).collect()
+    assert where == [kafkatool.__file__]
+
+
 def test_every_way_of_naming_the_input(spark, logdir: Path) -> None:
     """load(PATH): comma-separated, a glob, a list, the path/paths options, a partition dir, a .log."""
     import json
