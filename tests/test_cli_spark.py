@@ -368,12 +368,14 @@ def test_a_failed_job_of_its_own_session_is_one_line(tmp_path) -> None:
     Python stack traces Spark's loggers print by default, and without Spark's start-up banner."""
     if os.environ.get("JAVA_HOME") is None and shutil.which("java") is None:
         pytest.skip("Spark tests need a Java runtime (no java on PATH and JAVA_HOME unset)")
-    done = _subprocess(["spark", "export", f"{tmp_path}/no-a,{tmp_path}/no-b", "--to", str(tmp_path / "out")],
-                       _env(), timeout=300)
+    notes = tmp_path / "in" / "notes.txt"  # exists (the command's checks pass), but the data source refuses it
+    notes.parent.mkdir()
+    notes.write_text("not a segment")
+    done = _subprocess(["spark", "export", str(notes), "--to", str(tmp_path / "out")], _env(), timeout=300)
     lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("WARNING: Using incubator modules")]
     assert done.returncode == 2, done
-    assert lines == [f"kafkatool: error: the Spark job failed: ValueError: kafka_segments: {tmp_path}/no-a: no such file "
-                     "or directory"], done.stderr
+    assert lines == [f"kafkatool: error: the Spark job failed: ValueError: kafka_segments: {notes}: not a segment (.log) "
+                     "file, a partition dir or a log dir"], done.stderr
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.parquet"))
 
 
