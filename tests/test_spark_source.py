@@ -690,3 +690,31 @@ def test_a_slice_that_fails_becomes_an_error_row_and_the_task_goes_on(monkeypatc
         failure[:] = [error]
         with pytest.raises(type(error)):
             list(tasks.read(task, opts))
+
+
+def test_a_verify_group_that_fails_is_a_finding_and_the_task_goes_on(monkeypatch) -> None:
+    pytest.importorskip("pyarrow")
+    import kafkatool.verify
+    from kafkatool.errors import CorruptIndexError
+    from kafkatool.spark import plan, tasks
+
+    opts = plan.ReadOptions(kind="findings")
+    (task,) = plan.plan_findings([str(FIXTURES / "golden-0"), str(FIXTURES / "txn-0")], opts)
+    real_verify = kafkatool.verify.verify_group
+    index = str(FIXTURES / "golden-0" / "00000000000000000000.index")
+
+    def failing(group, vopts, on_bytes=None):
+        if "golden" in group[0].path:
+            yield next(iter(real_verify(group, vopts)))
+            raise CorruptIndexError("cannot map", path=index, position=8)
+        yield from real_verify(group, vopts)
+
+    monkeypatch.setattr(kafkatool.verify, "verify_group", failing)
+    rows = [r for b in tasks.read_findings(task, opts, index=3) for r in b.to_pylist()]
+    got = [tasks.finding_of_row(r) for r in rows]
+    assert [(r["task"], r["seq"]) for r in rows] == [(3, i) for i in range(len(rows))]
+    assert got[1:3] == [
+        kafkatool.verify.Finding(index, 8, None, "unreadable", "verify stopped here: cannot map"),
+        kafkatool.verify.FileSummary(index, "unreadable", 0, 0, 1, None),
+    ]
+    assert got[3:] == list(real_verify(task.groups[1], tasks.verify_options(opts)))

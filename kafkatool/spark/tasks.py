@@ -85,12 +85,12 @@ def read_rows(task: Any, opts: Any) -> Iterator[pa.RecordBatch]:
             yield _error_batch(opts.kind, s, e)
 
 
-def _where(s: Any, e: BaseException) -> tuple[str, int | None, str, str]:
-    """(file, position, kind, message) of an error that stopped reading slice ``s``."""
+def _where_in(path: str, e: BaseException) -> tuple[str, int | None, str, str]:
+    """(file, position, kind, message) of an error met reading ``path`` (the error's own file first)."""
     if isinstance(e, KafkaToolError):
-        return e.path or s.log_path, e.position if e.path else None, e.kind or "unreadable", e.message
+        return e.path or path, e.position if e.path else None, e.kind or "unreadable", e.message
     reason = getattr(e, "strerror", None) or str(e)
-    return getattr(e, "filename", None) or s.log_path, None, "unreadable", f"cannot read the file: {reason}"
+    return getattr(e, "filename", None) or path, None, "unreadable", f"cannot read the file: {reason}"
 
 
 def _error_batch(kind: str, s: Any, e: BaseException) -> pa.RecordBatch:
@@ -98,7 +98,7 @@ def _error_batch(kind: str, s: Any, e: BaseException) -> pa.RecordBatch:
     from kafkatool.spark.schema import arrow_schema
 
     schema = arrow_schema(kind)
-    file, position, error_kind, message = _where(s, e)
+    file, position, error_kind, message = _where_in(s.log_path, e)
     end = "its end" if s.end is None else f"byte {s.end}"
     message_text = (f"{file}:{position if position is not None else s.start}: {error_kind}: {message} "
             f"(reading stopped here: nothing more of bytes {s.start} to {end} of {s.log_path} was read)")
@@ -183,7 +183,7 @@ def verify_options(opts: Any) -> Any:
 def task_groups(task: Any) -> list[list[Any]]:
     """The verify groups (:func:`kafkatool.verify.expand_targets`) a findings task checks."""
     groups = getattr(task, "groups", None)
-    if groups is not None:
+    if groups:  # found by the driver (plan_findings)
         return [list(g) for g in groups]
     from kafkatool.verify import expand_targets
 
@@ -202,12 +202,9 @@ def read_findings(task: Any, opts: Any, *, index: int = 0) -> Iterator[pa.Record
     out = _Rows("findings")
     seq = 0
     for group in task_groups(task):
-        emitted: set[str] = set()  # files whose summary is out: a later failure is about another
         try:
             for item in verify_group(group, vopts):
                 row = _finding_row(item)
-                if isinstance(item, FileSummary):
-                    emitted.add(item.file)
                 row["task"], row["seq"] = index, seq
                 seq += 1
                 out.add(row)
@@ -216,12 +213,10 @@ def read_findings(task: Any, opts: Any, *, index: int = 0) -> Iterator[pa.Record
         except MissingDependencyError:
             raise
         except (KafkaToolError, OSError) as e:
-            # verify reports what it cannot read as findings; this is what escaped it anyway
-            left = [t.path for t in group if t.path not in emitted] or [group[0].path if group else "?"]
-            file = getattr(e, "path", None) or getattr(e, "filename", None) or left[0]
-            message = f"verify stopped: {getattr(e, 'message', None) or getattr(e, 'strerror', None) or e}"
-            position = getattr(e, "position", None) if getattr(e, "path", None) else None
-            for item in (Finding(file, position, None, FindingKind.UNREADABLE, message),
+            # verify reports what it cannot read as findings; this escaped it anyway: the rest of
+            # the group is not checked, and that is said as a finding of the file concerned
+            file, position, _kind, message = _where_in(group[0].path if group else "", e)
+            for item in (Finding(file, position, None, FindingKind.UNREADABLE, f"verify stopped here: {message}"),
                          FileSummary(file, FindingKind.UNREADABLE, 0, 0, 1, None)):
                 row = _finding_row(item)
                 row["task"], row["seq"] = index, seq
