@@ -846,6 +846,15 @@ def test_flushes_are_bounded(tmp_path):
     assert t.column("sequence").to_pylist() == [o % 2**31 for o in range(120 * 200)]
 
 
+def test_batches_rows_are_flushed_in_bounded_batches(monkeypatch):
+    log = FIXTURES / "v1-none-0" / "00000000000000000000.log"
+    whole = table_rows(read(slice_of(log), "batches"))
+    monkeypatch.setattr(rows, "FLUSH_ROWS", 7)
+    batches = list(rows.read(ReadTask((slice_of(log),), 0), ReadOptions(kind="batches")))
+    assert [b.num_rows for b in batches] == [7] * 5 + [5]
+    assert table_rows(pa.Table.from_batches(batches)) == whole
+
+
 def test_large_batches_are_decoded_in_chunks(tmp_path, monkeypatch):
     """A batch above WHOLE_BATCH_RECORDS goes through the chunked path: same rows, flushed between
     chunks; one whose records fail gives one error row and none of its records."""

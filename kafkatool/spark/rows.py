@@ -708,9 +708,10 @@ def _check_v2(b: Batch, data, path: str, scratch: RecordColumns) -> Finding | No
         if b.count <= WHOLE_BATCH_RECORDS:
             section = _records_section(b, data)
             if section is not None:
-                try:
-                    scratch.add_v2(section, b.count, b.offset, b.base_timestamp, b.base_sequence, None)
-                finally:
+                # (decoded to check them, then dropped: the columns are emptied now and then, not
+                # after every batch, which would cost more than decoding a small batch)
+                scratch.add_v2(section, b.count, b.offset, b.base_timestamp, b.base_sequence, None)
+                if scratch.n >= FLUSH_ROWS or len(scratch.keys.data) + len(scratch.values.data) >= FLUSH_BYTES:
                     scratch.clear()
                 return None
     except (InvalidRecordError, CorruptRecordError) as e:
