@@ -36,6 +36,10 @@ is left out by any time bound, a bad-region row by any offset bound); a ``batche
 range) and ``startTime <= maxTimestamp < endTime``. The walk seeks to the first batch that can
 hold a wanted row and stops at the first v2 batch whose base offset reaches ``endOffset``.
 
+In the ``batches`` kind, a legacy compressed wrapper's ``baseOffset`` (its first inner offset,
+as Kafka's ``baseOffset()`` gives it) and ``recordCount`` (its inner messages) need its records:
+they are null unless ``opts.deep`` (and such a row is then left out by an ``endOffset`` bound).
+
 Record values: ``timestamp`` is Kafka's milliseconds as Arrow microseconds (-1 ms is -1000 us,
 as Spark's Kafka source gives it; a value too large for microseconds is null);
 ``timestampType`` is Kafka's id (-1 none for magic 0, 0 CreateTime, 1 LogAppendTime); control
@@ -45,7 +49,8 @@ wrapper's CRC and, inside a compressed wrapper, the message's own. ``verify_crc=
 in C: about 0.2 s of CPU per GiB, measured 0.05 s for 256 MiB), it is only not reported.
 
 Memory stays flat whatever the segment's size: rows are flushed as a record batch at about
-:data:`FLUSH_BYTES` of keys and values or :data:`FLUSH_ROWS` rows, and at the end of each slice;
+:data:`FLUSH_BYTES` of keys and values or :data:`FLUSH_ROWS` rows (:data:`FLUSH_ERRORS` error
+rows), and at the end of each slice;
 a v2 batch is decoded whole into columns (:class:`kafkatool.record.columns.RecordColumns`) when
 it is at most :data:`WHOLE_BATCH_BYTES` once decompressed, else in chunks.
 """
