@@ -251,7 +251,7 @@ def _too_large(b: Batch, path: str) -> Finding:
     return out[0]
 
 
-def _decode_finding(b: Batch, data, path: str, e: KafkaToolError) -> Finding:
+def _decode_finding(b: Batch, path: str, e: KafkaToolError) -> Finding:
     """verify ``--deep``'s finding for a batch whose records raised ``e`` (kafkatool's reference
     decoder's error: located in the batch, its kind)."""
     out: list[Finding] = []
@@ -583,12 +583,12 @@ def _add_batch(chunk: _RecordsChunk, b: Batch, data, path: str, whole: bool = Tr
                     return
             except (InvalidRecordError, CorruptRecordError) as e:
                 # the reference decoder's error, exactly as verify --deep words it
-                yield from chunk.add_error(_decode_finding(b, data, path, _reference_error(b, data) or e), b)
+                yield from chunk.add_error(_decode_finding(b, path, _reference_error(b, data) or e), b)
                 return
         # too large to decode whole: check it all first (no rows for a batch that fails), then in chunks
         e = _reference_error(b, data)
         if e is not None:
-            yield from chunk.add_error(_decode_finding(b, data, path, e), b)
+            yield from chunk.add_error(_decode_finding(b, path, e), b)
             return
         for records in batch_record_chunks(b, data, max_decompressed=DEFAULT_MAX_DECOMPRESSED):
             chunk.add_v2_records(b, records)
@@ -605,7 +605,7 @@ def _add_batch(chunk: _RecordsChunk, b: Batch, data, path: str, whole: bool = Tr
             if chunk.full():
                 yield from chunk.flush()
     except (InvalidRecordError, CorruptRecordError) as e:
-        yield from chunk.add_error(_decode_finding(b, data, path, e), b)
+        yield from chunk.add_error(_decode_finding(b, path, e), b)
 
 
 # ----------------------------------------------------------------------------- batches
@@ -695,7 +695,7 @@ def _batch_row(b: Batch, data, path: str, verify_crc: bool, deep: bool, scratch:
                     n += len(records)
                 record_count = n
             except (InvalidRecordError, CorruptRecordError) as e:
-                problem = _decode_finding(b, data, path, e)
+                problem = _decode_finding(b, path, e)
     return (
         position, size, base, b.last_offset, magic, _codec(codec), attrs, b.timestamp_type,
         _us(bts), _us(mts), ple, pid, pep, bseq, b.last_sequence, record_count,
@@ -720,6 +720,6 @@ def _check_v2(b: Batch, data, path: str, scratch: RecordColumns) -> Finding | No
                     scratch.clear()
                 return None
     except (InvalidRecordError, CorruptRecordError) as e:
-        return _decode_finding(b, data, path, _reference_error(b, data) or e)
+        return _decode_finding(b, path, _reference_error(b, data) or e)
     e = _reference_error(b, data)
-    return None if e is None else _decode_finding(b, data, path, e)
+    return None if e is None else _decode_finding(b, path, e)
