@@ -178,6 +178,21 @@ def _log_config() -> str:
     return path
 
 
+def _share_import_path() -> None:
+    """On a local master the workers are this machine's Pythons, which import the data source by
+    module name: when kafkatool is imported from a directory that is not an installation's
+    site-packages (a source tree on ``sys.path``), give them that directory too (``PYTHONPATH``,
+    which Spark passes on to its workers after its own)."""
+    import kafkatool
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(kafkatool.__file__)))
+    if os.path.basename(root) in ("site-packages", "dist-packages"):
+        return
+    current = os.environ.get("PYTHONPATH", "")
+    if root not in current.split(os.pathsep):
+        os.environ["PYTHONPATH"] = root + (os.pathsep + current if current else "")
+
+
 def _parse_conf(conf: Iterable[tuple[str, str] | str]) -> list[tuple[str, str]]:
     out = []
     for item in conf:
@@ -228,6 +243,8 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    if remote is None and (master is None or master.startswith("local")):
+        _share_import_path()
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
