@@ -402,5 +402,8 @@ def test_spark_failure_is_one_line() -> None:
             "\tat org.apache.spark.api.python.BasePythonRunner...\n")
     fail = _spark_failure(RuntimeError(text))
     assert str(fail) == "the Spark job failed: CorruptRecordError: /d/t-0/0.log:12: bad size" and fail.code == 2
-    fail = _spark_failure(RuntimeError("Traceback...\nKeyError: 'x'\n"))
+    fail = _spark_failure(RuntimeError("Traceback (most recent call last):\nKeyError: 'x'\n"))
     assert str(fail) == "the Spark job failed: KeyError: 'x'" and fail.code == 3  # a bug of ours
+    fail = _spark_failure(RuntimeError("Job aborted due to stage failure: ...\njava.lang.OutOfMemoryError: Java heap space\n"
+                                       "\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)\n"))
+    assert str(fail) == "the Spark job failed: OutOfMemoryError: Java heap space" and fail.code == 2  # the cluster's

@@ -113,7 +113,10 @@ def _spark_failure(e: BaseException) -> _Fail:
     ours = {name for name in dir(errors) if name.endswith("Error")}
     if error_line is not None:
         name, message = error_line
-        code = ExitCode.USAGE if name in _INPUT_ERRORS or name in ours else ExitCode.INTERNAL
+        # a Python error of ours that is no input error is a bug (3); a JVM failure (memory, a lost
+        # executor) is the cluster's, reported as an error before the work was done (2)
+        python = "Traceback (most recent call last)" in text
+        code = ExitCode.INTERNAL if python and name not in _INPUT_ERRORS and name not in ours else ExitCode.USAGE
         return _Fail(f"the Spark job failed: {name}: {message[:1000]}", code)
     first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
     return _Fail(f"the Spark job failed: {first[:1000]}", ExitCode.USAGE)
