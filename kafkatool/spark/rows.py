@@ -34,7 +34,11 @@ semantics: a ``records`` row is given when ``startOffset <= offset < endOffset``
 is left out by any time bound, a bad-region row by any offset bound); a ``batches`` row when
 ``lastOffset >= startOffset``, ``baseOffset < endOffset`` (the batch holds offsets in the
 range) and ``startTime <= maxTimestamp < endTime``. The walk seeks to the first batch that can
-hold a wanted row and stops at the first v2 batch whose base offset reaches ``endOffset``.
+hold a wanted row and stops at the first v2 batch whose base offset reaches ``endOffset``; the
+seek trusts what the broker trusts (offsets grow through a segment, a batch's maxTimestamp is
+its records' largest, the ``.timeindex`` entries: see :meth:`Segment.batches
+<kafkatool.segment.logdir.Segment.batches>`), so rows that a damaged segment holds against
+those rules can be missed by a bounded read; verify reports such damage.
 
 In the ``batches`` kind, a legacy compressed wrapper's ``baseOffset`` (its first inner offset,
 as Kafka's ``baseOffset()`` gives it) and ``recordCount`` (its inner messages) need its records:
