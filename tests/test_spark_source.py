@@ -132,6 +132,8 @@ def test_pushdown_translation_records() -> None:
         EqualTo(ts, _ts(ms)): (ms, ms + 1),
         GreaterThanOrEqual(ts, _ts(-1, 999)): (0, None),  # -0.001 s: before the epoch, floor semantics
         LessThan(ts, _ts(-2, 1)): (None, -1),
+        # the same instant in another zone (a session time zone other than UTC)
+        GreaterThanOrEqual(ts, _ts(ms, 500).astimezone(datetime.timezone(datetime.timedelta(hours=-5)))): (ms + 1, None),
     }
     for f, (lo, hi) in cases.items():
         opts, left = _push("records", [f])  # pushed, and handed back (see source._COLUMNS)
