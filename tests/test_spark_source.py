@@ -716,3 +716,20 @@ def test_a_verify_group_that_fails_is_a_finding_and_the_task_goes_on(monkeypatch
         kafkatool.verify.FileSummary(index, "unreadable", 0, 0, 1, None),
     ]
     assert got[3:] == list(real_verify(task.groups[1], tasks.verify_options(opts)))
+
+
+def test_input_partitions_are_small_and_picklable(logdir: Path) -> None:
+    """What Spark ships to each task: a few hundred bytes per segment slice, whatever the data."""
+    pytest.importorskip("pyspark")
+    from kafkatool.spark.source import KafkaSegmentsReader, read_options
+
+    for kind in ("records", "batches", "findings", "stats"):
+        paths, opts, push_filters = read_options({"path": str(logdir), "kind": kind, "maxPartitionBytes": "8m"})
+        parts = KafkaSegmentsReader(paths, opts, push_filters).partitions()
+        assert len(parts) > 1, kind
+        for i, part in enumerate(parts):
+            data = pickle.dumps(part)
+            back = pickle.loads(data)
+            assert (back.value, back.index) == (part.value, i)
+            units = len(getattr(part.value, "slices", ())) or sum(len(g) for g in part.value.groups)
+            assert len(data) < 600 * units, (kind, len(data), units)
