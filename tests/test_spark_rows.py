@@ -97,12 +97,12 @@ def reference_records(log: Path) -> list[dict]:
     for b in batches:
         if b.magic >= 2 and b.count == 0:
             continue
+        # the stream's next records are this batch's: its count (v2), or up to its offset (a legacy
+        # entry's offset is its last message's)
         n = b.count if b.magic >= 2 else None
         first = None
         taken = 0
         while n is None or taken < n:
-            if b.magic < 2 and taken and (out[-1]["offset"] >= b.offset):
-                break
             r = next(recs, None)
             if r is None:
                 break
