@@ -676,7 +676,7 @@ def test_a_slice_that_fails_becomes_an_error_row_and_the_task_goes_on(monkeypatc
     log = str(FIXTURES / "v2-none-0" / "00000000000000000000.log")
     for error, where in [
         (InvalidRecordError("bad varint", path=log, position=1234, kind="invalid_record"), f"{log}:1234: invalid_record: bad varint"),
-        (FileNotFoundError(2, "No such file or directory", log), f"{log}:0: unreadable: cannot read the file: No such file or directory"),
+        (FileNotFoundError(2, "No such file or directory", log), f"{log}: unreadable: cannot read the file: No such file or directory"),
     ]:
         failure[:] = [error]
         out = [r for b in tasks.read(task, opts) for r in b.to_pylist()]

@@ -99,16 +99,17 @@ def _error_batch(kind: str, s: Any, e: BaseException) -> pa.RecordBatch:
 
     schema = arrow_schema(kind)
     file, position, error_kind, message = _where_in(s.log_path, e)
+    where = file if position is None else f"{file}:{position}"
     end = "its end" if s.end is None else f"byte {s.end}"
-    message_text = (f"{file}:{position if position is not None else s.start}: {error_kind}: {message} "
-            f"(reading stopped here: nothing more of bytes {s.start} to {end} of {s.log_path} was read)")
+    message_text = (f"{where}: {error_kind}: {message} (reading stopped here: "
+                    f"nothing more of bytes {s.start} to {end} of {s.log_path} was read)")
     values = {
         "topic": text(s.topic),
         "partition": s.partition,
         "segment": text(s.log_path),
         "segmentBaseOffset": s.base_offset,
-        "batchPosition": position if position is not None else s.start,
-        "position": position if position is not None else s.start,
+        "batchPosition": position,
+        "position": position,
         "error": text(message_text),
         "errorKind": error_kind,
     }
@@ -125,10 +126,10 @@ def _json(v: Any) -> str | None:
     return json.dumps(list(v) if isinstance(v, tuple) else v, ensure_ascii=True, separators=(",", ":"), default=str)
 
 
-def _unjson(text: str | None) -> Any:
-    if text is None:
+def _unjson(data: str | None) -> Any:
+    if data is None:
         return None
-    v = json.loads(text)
+    v = json.loads(data)
     return tuple(v) if isinstance(v, list) else v
 
 
