@@ -209,12 +209,17 @@ def _ms(text: str) -> int:
 def test_export_error_rows_exit_1(spark, run, damaged, tmp_path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     out = tmp_path / "out"
+    out.mkdir()  # an empty directory is as good as a new one
     result = run("spark", "export", str(damaged / "v2-none-0"), "--to", str(out))
     assert result.code == 1, result
     rows = pq.read_table(out / "topic=v2-none" / "partition=0").to_pylist()
     errors = [r for r in rows if r["error"] is not None]
     assert len(errors) >= 1 and f"{len(errors)} error row" in result.err
     assert all(str(damaged / "v2-none-0" / "00000000000000000000.log") in r["error"] for r in errors)
+    # a previous export may be overwritten: it is replaced whole
+    result = run("spark", "export", str(FIXTURES / "golden-0"), "--to", str(out), "--mode", "overwrite")
+    assert result.code == 0, result
+    assert _hive_dirs(out) == {"topic=golden/partition=0"}
 
 
 # --------------------------------------------------------------------------- refusals (before Spark starts)
