@@ -733,3 +733,29 @@ def test_input_partitions_are_small_and_picklable(logdir: Path) -> None:
             assert (back.value, back.index) == (part.value, i)
             units = len(getattr(part.value, "slices", ())) or sum(len(g) for g in part.value.groups)
             assert len(data) < 600 * units, (kind, len(data), units)
+
+
+def test_a_segment_whose_stats_fail_is_a_problem_and_the_task_goes_on(monkeypatch) -> None:
+    pytest.importorskip("pyarrow")
+    import kafkatool.stats
+    from kafkatool.segment.logdir import Partition
+    from kafkatool.spark import plan, tasks
+
+    opts = plan.ReadOptions(kind="stats")
+    (task,) = plan.plan_stats([str(FIXTURES / "golden-0"), str(FIXTURES / "txn-0")], opts)
+    real_stats = kafkatool.stats.segment_stats
+    golden = str(FIXTURES / "golden-0" / "00000000000000000000.log")
+
+    def failing(segment, sopts):
+        if segment.log_path == golden:
+            raise PermissionError(13, "Permission denied", golden)
+        return real_stats(segment, sopts)
+
+    monkeypatch.setattr(kafkatool.stats, "segment_stats", failing)
+    rows = [r for b in tasks.read_stats(task, opts) for r in b.to_pylist()]
+    assert [r["topic"] for r in rows] == ["golden", "txn"]
+    failed, ok = (tasks.stats_of_row(r) for r in rows)
+    assert [str(p) for p in failed.problems] == [f"{golden}: Permission denied"] and failed.batches == 0
+    assert ok == real_stats(next(iter(Partition(str(FIXTURES / "txn-0")).segments())), tasks.stats_options(opts))
+    whole = kafkatool.stats.combine_stats([failed], Partition(str(FIXTURES / "golden-0")))
+    assert not whole.ok and whole.log_end is None
