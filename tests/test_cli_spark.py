@@ -246,6 +246,11 @@ def test_export_refuses_to_write_into_a_log_dir(run, tmp_path) -> None:
         result = run("spark", "export", str(logdir), "--to", str(target))
         assert result.code == 2 and "inside the input" in result.err, (target, result)
         assert result.err.count("\n") == 1
+    result = run("spark", "export", f"{tmp_path}/elsewhere,{logdir}/gold*", "--to", str(logdir / "golden-0" / "x"))
+    assert result.code == 2 and "no such file" in result.err  # a part that does not exist
+    (tmp_path / "elsewhere").mkdir()
+    result = run("spark", "export", f"{tmp_path}/elsewhere,{logdir}/gold*", "--to", str(logdir / "golden-0" / "x"))
+    assert result.code == 2 and f"inside the input {logdir}/golden-0" in result.err  # found through the glob
     assert not (logdir / "export").exists() and not (logdir / "golden-0" / "x").exists()
     # overwrite would delete the output: never with a log dir in it
     result = run("spark", "export", str(logdir / "golden-0"), "--to", str(tmp_path), "--mode", "overwrite")

@@ -156,10 +156,8 @@ def _refuse_unsafe_output(out: str, paths: tuple[str, ...], mode: str, remote: s
         return {"error": "errorifexists"}.get(mode, mode)  # hdfs://, s3a://, a Connect server's: Spark's own checks
     local = out[len("file:"):] if out.startswith("file:") else out
     target = os.path.realpath(local)
-    for p in paths:
-        for one in p.split(",") if not os.path.exists(p) else [p]:
-            if not os.path.exists(one):
-                continue
+    for one in paths:  # as expanded (commas, globs): every existing input
+        if os.path.exists(one):
             source = os.path.realpath(one)
             source_dir = source if os.path.isdir(source) else os.path.dirname(source)
             if target == source_dir or target.startswith(source_dir.rstrip(os.sep) + os.sep):
@@ -240,7 +238,7 @@ def export(paths, out, fmt, mode, topics, partitions, start_offset, end_offset, 
     usage, a refusal (OUT not empty, OUT inside a log dir), or Spark or Java missing.
     """
     def body() -> int:
-        _local_paths(paths, remote)
+        local = _local_paths(paths, remote)
         options = {"includeHeaders": "false" if no_headers else "true"}
         for name, value in (("topics", topics), ("partitions", partitions), ("startOffset", start_offset),
                             ("endOffset", end_offset), ("startTime", start_time), ("endTime", end_time),
@@ -248,7 +246,7 @@ def export(paths, out, fmt, mode, topics, partitions, start_offset, end_offset, 
             if value is not None:
                 options[name] = str(value)
         _validate(options)
-        save_mode = _refuse_unsafe_output(out, paths, mode, remote)
+        save_mode = _refuse_unsafe_output(out, tuple(local) if local is not None else paths, mode, remote)
         session = _start(master, remote, conf, quiet)
         try:
             return _export(session, paths, out, fmt, save_mode, options, quiet)
