@@ -85,6 +85,13 @@ def test_spark_stats_prints_what_stats_prints(spark, run, damaged) -> None:
     assert want.out.startswith("Partitions") and "Read 2 partitions" in want.err
     assert (got.code, got.out) == (want.code, want.out)
 
+    # a segment file named alone, with fewer producers listed than it has (3)
+    segment = FIXTURES / "txn-0" / "00000000000000000100.log"
+    want = run("stats", "--format", "jsonl", "--producers", "1", str(segment))
+    got = run("spark", "stats", "--format", "jsonl", "--producers", "1", str(segment))
+    assert '"type":"segment"' in want.out and '"notListed":2' in want.out
+    assert (got.code, _seconds_out(got.out)) == (want.code, _seconds_out(want.out))
+
     args = ("--format", "jsonl", "--deep", "--producers", "1", str(damaged))
     want = run("stats", *args)
     got = run("spark", "stats", *args)

@@ -452,8 +452,8 @@ def combined_stats(found: Iterable[Any], pieces: dict[str, Any], opts: Any) -> I
         if isinstance(item, PartitionStats):
             yield item
         elif isinstance(item, Segment):
-            piece = pieces.get(item.log_path)
-            yield piece if piece is not None else segment_stats(item, opts)
+            piece = pieces.get(item.log_path)  # counted with every producer kept: listed as --producers says
+            yield combine_stats([piece], None, opts=opts) if piece is not None else segment_stats(item, opts)
         elif isinstance(item, Partition):
             try:
                 listing = item.listing()
