@@ -76,6 +76,9 @@ SESSION_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.driver.memory": "4g",
 }
+#: Parquet writer options of the source-parquet and binaryfile-parquet jobs (``--parquet-option``): what
+#: ``kafkatool spark export`` passes, so that the bench's export is the CLI's.
+PARQUET_OPTIONS: dict[str, str] = {}
 #: ``--conf`` settings: in every job's session, the CLI's included (``kafkatool spark export --conf``).
 EXTRA_CONF: dict[str, str] = {}
 JOBS = ("source-parquet", "binaryfile-parquet", "source-noop", "binaryfile-noop", "cli-export")
@@ -324,7 +327,7 @@ def job_main(spec: dict) -> int:
     if job.endswith("noop"):
         df.write.format("noop").mode("overwrite").save()
     else:
-        df.write.mode("overwrite").partitionBy("topic", "partition").parquet(out)
+        df.write.mode("overwrite").options(**spec.get("parquet_options", {})).partitionBy("topic", "partition").parquet(out)
     t_job = time.perf_counter()
     spark.stop()
     t_end = time.perf_counter()
@@ -533,7 +536,8 @@ def job_argv(job: str, paths: list[str], out: str, options: dict[str, str]) -> l
 
         extra = [a for k, v in EXTRA_CONF.items() for a in ("--conf", f"{k}={v}")]
         return [*bd.kafkatool_exe(), "spark", "export", *paths, "--to", out, "--format", "parquet", "--master", MASTER, *extra]
-    spec = {"job": job, "paths": paths, "out": out, "master": MASTER, "conf": SESSION_CONF, "options": options}
+    spec = {"job": job, "paths": paths, "out": out, "master": MASTER, "conf": SESSION_CONF, "options": options,
+            "parquet_options": PARQUET_OPTIONS}
     return [sys.executable, os.path.abspath(__file__), "--job", json.dumps(spec)]
 
 
@@ -646,6 +650,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--option", action="append", default=[], metavar="K=V", help="a kafka_segments option for the source jobs")
     ap.add_argument("--conf", action="append", default=[], metavar="K=V",
                     help="an extra Spark setting for every job's session (source and baseline alike)")
+    ap.add_argument("--parquet-option", action="append", default=[], metavar="K=V",
+                    help="a Parquet writer option for source-parquet and binaryfile-parquet alike (e.g. parquet.enable.dictionary#value=false)")
     ap.add_argument("--no-check", action="store_true", help="skip reading the Parquet outputs back")
     ap.add_argument("--keep", action="store_true", help="keep the outputs under ROOT/spark/out")
     ap.add_argument("--live", action="store_true", help="run the working tree's kafkatool, not a snapshot taken at the start")
@@ -658,6 +664,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown job: {', '.join(bad)}")
     options = dict(o.split("=", 1) for o in args.option)
     EXTRA_CONF.update(dict(c.split("=", 1) for c in args.conf))
+    PARQUET_OPTIONS.update(dict(c.split("=", 1) for c in args.parquet_option))
     SESSION_CONF.update(EXTRA_CONF)
     root = os.path.abspath(args.root)
     started = _dt.datetime.now(_dt.timezone.utc)
@@ -774,6 +781,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "master": MASTER,
         "session_conf": SESSION_CONF,
+        "parquet_options": PARQUET_OPTIONS,
         "source_options": options,
         "machine": bd.machine_info(),
         "load_average_at_start": load,
