@@ -356,10 +356,36 @@ def _model(p) -> tuple[list[tuple], list[tuple], BaseException | None]:
     return batches, records, error
 
 
-def _expected_record(p, path: str, b, r, first: dict[int, int], headers: bool = True, crc: bool = True) -> dict:
-    """The ``records`` row of record ``r`` of batch ``b`` (Spark's Kafka source columns, then ours)."""
+class _Loose:
+    """A ``.log`` named alone, as :func:`_model` reads it (its name need not be an offset)."""
+
+    def __init__(self, log: Path) -> None:
+        from kafkatool.segment.logdir import Segment
+
+        self.log = str(log)
+        self.path = str(log.parent)
+        self.topic = self.partition = None  # its directory is no <topic>-<partition>
+        self.segment = Segment.at(self.log, base_offset=-1)
+
+    def batches(self):
+        return self.segment.batches()
+
+    def records(self, control: bool):
+        return self.segment.records(control=control)
+
+
+def _base(path: str) -> int:
+    from kafkatool.errors import FileNameError
     from kafkatool.segment import files as names
 
+    try:
+        return names.parse_base_offset(path)
+    except FileNameError:
+        return -1  # a .log named alone whose name is not an offset
+
+
+def _expected_record(p, path: str, b, r, first: dict[int, int], headers: bool = True, crc: bool = True) -> dict:
+    """The ``records`` row of record ``r`` of batch ``b`` (Spark's Kafka source columns, then ours)."""
     legacy = b.magic < 2
     if legacy:
         ttype = -1 if r.magic == 0 else (1 if (b.attributes | r.attributes) & 0x08 else 0)
@@ -370,7 +396,7 @@ def _expected_record(p, path: str, b, r, first: dict[int, int], headers: bool = 
         "timestamp": r.timestamp * 1000, "timestampType": ttype,
         "headers": ([{"key": k.decode("utf-8", "replace"), "value": v} for k, v in r.headers]
                     if r.headers and headers else None),
-        "segment": path, "segmentBaseOffset": names.parse_base_offset(path), "batchPosition": b.position,
+        "segment": path, "segmentBaseOffset": _base(path), "batchPosition": b.position,
         "batchBaseOffset": first[b.position] if legacy else b.offset, "magic": b.magic, "codec": b.codec_name,
         "leaderEpoch": b.partition_leader_epoch, "producerId": b.producer_id, "producerEpoch": b.producer_epoch,
         "sequence": r.sequence, "isTransactional": b.is_transactional, "isControl": b.is_control,
@@ -380,11 +406,9 @@ def _expected_record(p, path: str, b, r, first: dict[int, int], headers: bool = 
 
 def _expected_batch(p, path: str, b, inner: list) -> dict:
     """The ``batches`` row of batch ``b`` (``inner``: its records, for a legacy wrapper's first offset and count)."""
-    from kafkatool.segment import files as names
-
     wrapper = b.magic < 2 and b.codec != 0
     return {
-        "topic": p.topic, "partition": p.partition, "segment": path, "segmentBaseOffset": names.parse_base_offset(path),
+        "topic": p.topic, "partition": p.partition, "segment": path, "segmentBaseOffset": _base(path),
         "position": b.position, "size": b.size,
         "baseOffset": inner[0].offset if wrapper else b.offset, "lastOffset": b.last_offset,
         "magic": b.magic, "codec": b.codec_name, "attributes": b.attributes, "timestampType": b.timestamp_type,
@@ -403,7 +427,7 @@ def model_reads(spark, logdir: Path):
     real broker files, through Spark; plus the records again without headers and CRC checks."""
     from pyspark.sql.functions import lit
 
-    paths = [str(logdir)] + ([str(REAL)] if REAL.is_dir() else [])
+    paths = [str(logdir)] + ([str(REAL), str(REAL / ALL_BAD_CRC)] if REAL.is_dir() else [])
     path = ",".join(paths)
     records = _read(spark, path, "records").withColumn("q", lit(0)).unionByName(
         _read(spark, logdir, "records", includeHeaders="false", verifyCrc="false").withColumn("q", lit(1)))
@@ -489,13 +513,18 @@ def test_batches_match_the_non_spark_reader(model_reads, logdir: Path) -> None:
     assert {r["segment"] for r in audit} == {str(logdir / "dmg-0" / "00000000000000000000.log")}
 
 
+#: A real 90-message log whose CRCs are all bad (its SOURCE.md), named alone.
+ALL_BAD_CRC = "kaspersorensen__kafka-record-updater/src/test/resources/example-log-health-check.log"
+
+
 def test_real_files_match_the_non_spark_reader(model_reads) -> None:
-    real_fixture("README.md")
-    parts = _partitions([str(REAL)])
-    assert parts
+    parts = _partitions([str(REAL)]) + [_Loose(real_fixture(ALL_BAD_CRC))]
+    assert len(parts) > 10
     records = _compare([r for r in model_reads["records"] if r["segment"].startswith(str(REAL))], parts, "records")
     batches = _compare([r for r in model_reads["batches"] if r["segment"].startswith(str(REAL))], parts, "batches")
     assert records["rows"] > 1000 and batches["rows"] > 100
+    bad = [r for r in model_reads["records"] if r["segment"] == str(REAL / ALL_BAD_CRC)]
+    assert len(bad) == 90 and not any(r["crcValid"] for r in bad)
 
 
 # ----------------------------------------------------------------------------- pushdown and seek options
