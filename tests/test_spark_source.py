@@ -85,12 +85,14 @@ def test_import_without_pyspark_and_register_says_what_to_install(tmp_path: Path
         "print(ks.NAME)\n"
     )
     env = dict(os.environ, PYTHONPATH=str(FIXTURES.parents[1]))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr
-    lines = out.stdout.splitlines()
-    assert lines[-1] == "kafka_segments"
-    assert len([x for x in lines if x.startswith("ERR ")]) == 2
-    assert all("pip install 'kafkatool[spark]'" in x and "'pyspark'" in x for x in lines[:2]), lines
+    for missing in ("pyspark", "pyarrow"):
+        run = code.replace("sys.modules['pyspark']", f"sys.modules[{missing!r}]")
+        out = subprocess.run([sys.executable, "-c", run], capture_output=True, text=True, env=env, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr
+        lines = out.stdout.splitlines()
+        assert lines[-1] == "kafka_segments"
+        assert len([x for x in lines if x.startswith("ERR ")]) == 2
+        assert all("pip install 'kafkatool[spark]'" in x and repr(missing) in x for x in lines[:2]), lines
 
 
 def _push(kind: str, filters, **opts):
