@@ -166,6 +166,23 @@ SILENCED_LOGGERS = (
 )
 
 
+#: Log4j2 reads its configuration file from this environment variable when no system property
+#: names one: the driver JVM inherits it, and a ``-Dlog4j.configurationFile`` in the user's
+#: ``spark.driver.extraJavaOptions`` (or spark-defaults.conf) still wins.
+_LOG4J_ENV = "LOG4J_CONFIGURATION_FILE"
+
+
+def _own_log_config_allowed(pairs: list[tuple[str, str]]) -> bool:
+    """kafkatool's driver log settings, unless the user has their own: the environment variable,
+    a log4j option in --conf, or a log4j2.properties in SPARK_CONF_DIR."""
+    if os.environ.get(_LOG4J_ENV):
+        return False
+    if any("log4j" in value for key, value in pairs if key.endswith("JavaOptions")):
+        return False
+    conf_dir = os.environ.get("SPARK_CONF_DIR")
+    return not (conf_dir and os.path.isfile(os.path.join(conf_dir, "log4j2.properties")))
+
+
 def _log_config() -> str:
     """A log4j2 properties file for the driver JVM (removed once the JVM has read it)."""
     import tempfile
@@ -254,9 +271,9 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
         # Spark's bar, as spark-shell shows it: on a terminal only (a log file gets no \r-redrawn lines)
         progress = not quiet and sys.stderr.isatty()
         builder = builder.config("spark.ui.showConsoleProgress", "true" if progress else "false")
-        if not any(k == "spark.driver.extraJavaOptions" for k, _v in pairs):
+        if _own_log_config_allowed(pairs):
             log_config = _log_config()
-            builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j.configurationFile=file:{log_config}")
+            os.environ[_LOG4J_ENV] = log_config  # the driver JVM's; a -D property given by the user wins
     for key, value in pairs:
         builder = builder.config(key, value)
     try:
@@ -268,6 +285,7 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
         raise SparkStartError(f"{where} did not start: {_one_line(e)}") from None
     finally:
         if log_config is not None:
+            os.environ.pop(_LOG4J_ENV, None)
             try:
                 os.unlink(log_config)
             except OSError:
