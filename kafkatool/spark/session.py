@@ -230,8 +230,10 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
     (``sc://host:15002``), instead of a master. ``conf``: extra ``(key, value)`` pairs (or
     ``"key=value"`` strings). When neither ``master`` nor ``remote`` is given and a session is
     already active in this process (a notebook's, the tests'), it is reused as it is (not
-    stopped by :meth:`Session.stop`). Spark's console progress bar is on unless ``quiet``; the
-    log level is WARN (ERROR when ``quiet``).
+    stopped by :meth:`Session.stop`). Spark's console progress bar is on when standard error is a
+    terminal, unless ``quiet``; the log level is WARN (ERROR when ``quiet``), and a failed job's
+    stack traces are not logged (:data:`SILENCED_LOGGERS`) unless the user has log settings of
+    their own.
 
     Raises :class:`SparkStartError` or :class:`MissingDependencyError` (one line each) when the
     extra, Java or the Connect client is missing, or the JVM does not start.
