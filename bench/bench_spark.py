@@ -392,6 +392,7 @@ class TreeSampler(threading.Thread):
         self.below: dict[int, bool] = {root_pid: True}
         self.cpu: dict[int, float] = {}  # user + system seconds, as last seen
         self.jvm_xmx: str | None = None
+        self.args: dict[int, list[str]] = {}
         self.worker_sum_peak = 0
         self.samples = 0
 
@@ -467,14 +468,16 @@ class TreeSampler(threading.Thread):
             if st is None or m is None:
                 continue
             role = self.role[pid] = self._role(pid, st[0])
-            if role == "jvm" and self.jvm_xmx is None:  # the SparkSubmit JVM's heap (not spark-class's launcher)
+            if pid not in self.args and role in ("jvm", "worker"):
                 try:
                     with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        args = f.read().decode("utf-8", "replace").split("\0")
-                    if "org.apache.spark.deploy.SparkSubmit" in args:
-                        self.jvm_xmx = next((a[4:] for a in args if a.startswith("-Xmx")), "default")
+                        self.args[pid] = f.read().decode("utf-8", "replace").split("\0")
                 except OSError:
-                    pass
+                    self.args[pid] = []
+                args = self.args[pid]
+                # the SparkSubmit JVM's heap (spark-class first runs a launcher JVM with -Xmx128m)
+                if role == "jvm" and "org.apache.spark.launcher.Main" not in args and "org.apache.spark.deploy.SparkSubmit" in args:
+                    self.jvm_xmx = next((a[4:] for a in args if a.startswith("-Xmx")), "default")
             self.cmd[pid] = st[0]
             self.cpu[pid] = max(self.cpu.get(pid, 0.0), st[2])
             self.hwm[pid] = max(self.hwm.get(pid, 0), m[0])
@@ -497,7 +500,12 @@ class TreeSampler(threading.Thread):
             return round(sum(c for p, c in self.cpu.items() if self.role.get(p) == role), 2)
 
         workers = [p for p, r in self.role.items() if r == "worker" and p in self.hwm]
+        kinds: dict[str, int] = {}  # Python processes by what they run: "pyspark.daemon pyspark.worker" etc.
+        for p in workers:
+            a = [x for x in self.args.get(p, []) if x and not x.startswith("-") and "/" not in x]
+            kinds[" ".join(a) or self.cmd.get(p, "?")] = kinds.get(" ".join(a) or self.cmd.get(p, "?"), 0) + 1
         return {
+            "worker_kinds": kinds,
             "jvm_xmx": self.jvm_xmx,
             "jvm_cpu_s": cpu("jvm"),
             "driver_cpu_s": cpu("driver"),
