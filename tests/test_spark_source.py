@@ -755,9 +755,13 @@ def test_input_partitions_are_small_and_picklable(logdir: Path) -> None:
     from kafkatool.spark.source import KafkaSegmentsReader, read_options
 
     for kind in ("records", "batches", "findings", "stats"):
-        paths, opts, push_filters = read_options({"path": str(logdir), "kind": kind, "maxPartitionBytes": "8m"})
-        parts = KafkaSegmentsReader(paths, opts, push_filters).partitions()
+        source = read_options({"path": str(logdir), "kind": kind, "maxPartitionBytes": "8m"})
+        parts = KafkaSegmentsReader(*source).partitions()
         assert len(parts) > 1, kind
+        # Spark's parallelism given: tasks sized as file splits (here 4 MiB), not 128 MiB
+        packed = KafkaSegmentsReader(*read_options({"path": str(logdir), "kind": kind})).partitions()
+        spread = read_options({"path": str(logdir), "kind": kind, "parallelism": "64"})
+        assert spread.parallelism == 64 and len(KafkaSegmentsReader(*spread).partitions()) > len(packed), kind
         for i, part in enumerate(parts):
             data = pickle.dumps(part)
             back = pickle.loads(data)

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import datetime
 import json
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, NamedTuple, Sequence
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -52,16 +52,30 @@ from pyspark.sql.datasource import (
 
 from kafkatool.spark import NAME
 
-__all__ = ["KafkaSegmentsDataSource", "KafkaSegmentsReader", "SegmentsPartition", "read_options", "push"]
+__all__ = ["KafkaSegmentsDataSource", "KafkaSegmentsReader", "SegmentsPartition", "SourceOptions", "read_options", "push"]
 
 #: Options that name the input, not how to read it (``load(PATH)`` sets ``path``, ``load([..])`` ``paths``).
 PATH_OPTIONS = ("path", "paths")
 #: The option that lets pushed-down filters narrow the read (see the module docstring).
 PUSH_OPTION = "pushFilters"
+#: The option giving Spark's default parallelism (``sc.defaultParallelism``): with it, tasks are
+#: sized as Spark sizes file splits, ``min(maxPartitionBytes, max(4 MiB, total / parallelism))``,
+#: so a small read still keeps every core busy (:func:`kafkatool.spark.plan.plan`).
+PARALLELISM_OPTION = "parallelism"
 
 
-def read_options(options: Any) -> tuple[tuple[str, ...], Any, bool]:
-    """The paths, :class:`~kafkatool.spark.plan.ReadOptions` and ``pushFilters`` of a data source's options."""
+class SourceOptions(NamedTuple):
+    """What a read's options say: the input, the read options, and how to plan it."""
+
+    paths: tuple[str, ...]
+    opts: Any
+    """The :class:`~kafkatool.spark.plan.ReadOptions`."""
+    push_filters: bool = False
+    parallelism: int | None = None
+
+
+def read_options(options: Any) -> SourceOptions:
+    """The :class:`SourceOptions` of a data source's (case-insensitive) options."""
     from kafkatool.spark.plan import ReadOptions
 
     opts = {str(k).lower(): v for k, v in dict(options).items()}
@@ -72,6 +86,13 @@ def read_options(options: Any) -> tuple[tuple[str, ...], Any, bool]:
         if flag not in ("true", "false"):
             raise ValueError(f"{NAME}: option {PUSH_OPTION}={raw_push!r}: not a boolean (true or false)")
         push_filters = flag == "true"
+    parallelism = None
+    raw_par = opts.pop(PARALLELISM_OPTION, None)
+    if raw_par is not None:
+        text = str(raw_par).strip()
+        if not text.isdigit() or int(text) < 1:
+            raise ValueError(f"{NAME}: option {PARALLELISM_OPTION}={raw_par!r}: not a positive integer")
+        parallelism = int(text)
     paths: list[str] = []
     if opts.get("path"):
         paths.append(opts["path"])
@@ -89,7 +110,7 @@ def read_options(options: Any) -> tuple[tuple[str, ...], Any, bool]:
     if not paths:
         raise ValueError(f"{NAME}: no path: give one to load(PATH), or the option path or paths")
     rest = {k: v for k, v in opts.items() if k not in PATH_OPTIONS}
-    return tuple(paths), ReadOptions.from_options(rest), push_filters
+    return SourceOptions(tuple(paths), ReadOptions.from_options(rest), push_filters, parallelism)
 
 
 def ddl(kind: str) -> str:
@@ -107,8 +128,7 @@ class KafkaSegmentsDataSource(DataSource):
         return NAME
 
     def schema(self) -> str:
-        _, opts, _push = read_options(self.options)
-        return ddl(opts.kind)
+        return ddl(read_options(self.options).opts.kind)
 
     def reader(self, schema: Any) -> "KafkaSegmentsReader":
         from pyspark.sql.pandas.types import to_arrow_schema
@@ -116,7 +136,8 @@ class KafkaSegmentsDataSource(DataSource):
 
         from kafkatool.spark.schema import arrow_schema
 
-        paths, opts, push_filters = read_options(self.options)
+        source = read_options(self.options)
+        opts = source.opts
         if isinstance(schema, StructType) and not to_arrow_schema(schema, timezone="UTC").equals(arrow_schema(opts.kind)):
             # The Arrow batches are built for our columns only: a user schema would fail
             # on the first batch with a schema mismatch far from its cause.
@@ -124,7 +145,7 @@ class KafkaSegmentsDataSource(DataSource):
                 f"{NAME}: a user-specified schema is not supported for kind {opts.kind!r}: "
                 f"leave .schema(...) out (the columns are {ddl(opts.kind)})"
             )
-        return KafkaSegmentsReader(paths, opts, push_filters)
+        return KafkaSegmentsReader(source.paths, opts, source.push_filters, source.parallelism)
 
 
 class SegmentsPartition(InputPartition):
@@ -273,10 +294,12 @@ def _translate(f: Filter, what: str, role: str) -> tuple[dict[str, Any], bool] |
 class KafkaSegmentsReader(DataSourceReader):
     """Plans the input partitions on the driver and reads one per task on the executors."""
 
-    def __init__(self, paths: tuple[str, ...], opts: Any, push_filters: bool = False) -> None:
+    def __init__(self, paths: tuple[str, ...], opts: Any, push_filters: bool = False,
+                 parallelism: int | None = None) -> None:
         self.paths = paths
         self.opts = opts
         self.push_filters = push_filters
+        self.parallelism = parallelism
 
     def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - Spark's name
         if not self.push_filters:
@@ -289,13 +312,13 @@ class KafkaSegmentsReader(DataSourceReader):
 
         if self.opts.empty:  # e.g. `offset > 5 AND offset < 3`
             return []
-        kind = self.opts.kind
+        kind, paths, par = self.opts.kind, list(self.paths), self.parallelism
         if kind == "findings":
-            tasks: Sequence[Any] = plan.plan_findings(list(self.paths), self.opts)
+            tasks: Sequence[Any] = plan.plan_findings(paths, self.opts, parallelism=par)
         elif kind == "stats":
-            tasks = plan.plan_stats(list(self.paths), self.opts)
+            tasks = plan.plan_stats(paths, self.opts, parallelism=par)
         else:
-            tasks = plan.plan(list(self.paths), self.opts)
+            tasks = plan.plan(paths, self.opts, parallelism=par)
         return [SegmentsPartition(t, i) for i, t in enumerate(tasks)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
