@@ -7,7 +7,10 @@ record batches (:mod:`kafkatool.spark.rows` for ``records``/``batches``,
 :mod:`kafkatool.spark.tasks` for ``findings``/``stats``).
 
 PATH is a log dir, a partition dir or a ``.log``; several comma-separated or as a glob; or the
-options ``path``/``paths`` (``.load([a, b])`` passes a JSON list).
+options ``path``/``paths`` (``.load([a, b])`` passes a JSON list). Options besides those of
+:meth:`ReadOptions.from_options <kafkatool.spark.plan.ReadOptions.from_options>`: ``pushFilters``
+(below) and ``parallelism`` (Spark's default parallelism: tasks are then sized as Spark sizes
+file splits, so that a small read still uses every core).
 
 Filters: Spark hands the reader the filters of each query (``pushFilters``; it needs
 ``spark.sql.python.filterPushdown.enabled``, which :func:`kafkatool.spark.register` sets). With
