@@ -73,7 +73,7 @@ def test_spark_verify_prints_what_verify_prints(spark, run, damaged) -> None:
     assert "Findings" in got.out and "timeindex_timestamp_mismatch" not in got.out
 
 
-def test_spark_stats_prints_what_stats_prints(spark, run, damaged) -> None:
+def test_spark_stats_prints_what_stats_prints(spark, run, damaged, tmp_path) -> None:
     want = run("stats", str(FIXTURES))
     got = run("spark", "stats", str(FIXTURES))
     assert want.code == 0 and want.out.count("\npartition ") == len(LIVE) - 1
@@ -91,6 +91,16 @@ def test_spark_stats_prints_what_stats_prints(spark, run, damaged) -> None:
     got = run("spark", "stats", "--format", "jsonl", "--producers", "1", str(segment))
     assert '"type":"segment"' in want.out and '"notListed":2' in want.out
     assert (got.code, _seconds_out(got.out)) == (want.code, _seconds_out(want.out))
+
+    # a FIFO named like a segment: a problem of its partition, as stats reports it (never opened)
+    logdir = tmp_path / "fifo"
+    shutil.copytree(FIXTURES / "golden-0", logdir / "golden-0")
+    shutil.copy(FIXTURES / "meta.properties", logdir)
+    os.mkfifo(logdir / "golden-0" / "00000000000000000050.log")
+    want = run("stats", str(logdir))
+    got = run("spark", "stats", str(logdir))
+    assert want.code == 1 and "named like a segment but a FIFO" in want.out
+    assert (got.code, got.out) == (want.code, want.out)
 
     args = ("--format", "jsonl", "--deep", "--producers", "1", str(damaged))
     want = run("stats", *args)
