@@ -301,6 +301,19 @@ def test_a_dataframe_queried_twice_gives_right_answers_by_default(spark, logdir:
     assert "txn" in plan  # Spark filters: the source did not take the filter
 
 
+def test_the_default_reader_needs_no_pushdown_setting(spark, logdir: Path) -> None:
+    """Spark refuses every read of a reader with pushFilters while filterPushdown is off: the
+    default reader has none (reads work as registered by hand), pushFilters=true says what to set."""
+    key = "spark.sql.python.filterPushdown.enabled"
+    spark.conf.set(key, "false")
+    try:
+        assert _read(spark, logdir, "stats").where("topic = 'txn'").count() == 1
+        with pytest.raises(Exception, match=key):
+            _read(spark, logdir, "stats", pushFilters="true").where("topic = 'txn'").count()
+    finally:
+        spark.conf.set(key, "true")
+
+
 # ----------------------------------------------------------------------------- row for row against the model
 
 

@@ -47,12 +47,12 @@ def _source_module():
 def register(spark: Any) -> None:
     """Register the ``kafka_segments`` data source with the SparkSession ``spark``.
 
-    Also sets ``spark.sql.python.filterPushdown.enabled=true``: the source implements
-    ``pushFilters``, and while that setting is off every read of such a source fails. Filters
-    narrow a read only with ``.option("pushFilters", "true")`` (Spark 4.1-4.3 would otherwise
-    reuse one query's narrowed read for the next: :mod:`kafkatool.spark.source` says why); the
-    options ``topics``, ``partitions``, ``startOffset``/``endOffset`` and ``startTime``/``endTime``
-    narrow it always."""
+    Also sets ``spark.sql.python.filterPushdown.enabled=true``, which reads with
+    ``.option("pushFilters", "true")`` need (Spark refuses a reader that takes filters while it is
+    off). Filters narrow a read only with that option (Spark 4.1-4.3 would otherwise reuse one
+    query's narrowed read for the next: :mod:`kafkatool.spark.source` says why); the options
+    ``topics``, ``partitions``, ``startOffset``/``endOffset`` and ``startTime``/``endTime`` narrow
+    it always."""
     source = _source_module()
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(source.KafkaSegmentsDataSource)

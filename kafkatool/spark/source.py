@@ -26,8 +26,9 @@ Why only on request: Spark 4.1-4.3 keeps ONE pushed-down reader per DataFrame
 (``PythonDataSourceV2.readInfo``, set by the last query's pushdown, reused as is by a later
 query that has no filter to push, and by both sides of a self-union or self-join). A DataFrame
 read once and queried twice (``df.where("topic = 'a'").count()``, then ``df.count()``) would
-silently return the first query's rows. By default the filters are therefore all handed back
-and the read is never narrowed by them: results are right whatever the queries; the options
+silently return the first query's rows. By default the reader therefore takes no filters
+(:class:`KafkaSegmentsReader` has no ``pushFilters``; Spark filters what it reads, and the read
+then works whether ``spark.sql.python.filterPushdown.enabled`` is on or not); the options
 ``topics``, ``partitions``, ``startOffset``/``endOffset``, ``startTime``/``endTime`` give the
 same narrowing and seeks safely (they belong to the read, not to a query). With
 ``pushFilters=true``, use each DataFrame for one query.
@@ -55,7 +56,10 @@ from pyspark.sql.datasource import (
 
 from kafkatool.spark import NAME
 
-__all__ = ["KafkaSegmentsDataSource", "KafkaSegmentsReader", "SegmentsPartition", "SourceOptions", "read_options", "push"]
+__all__ = [
+    "KafkaSegmentsDataSource", "KafkaSegmentsReader", "KafkaSegmentsFilteringReader", "SegmentsPartition",
+    "SourceOptions", "read_options", "push",
+]
 
 #: Options that name the input, not how to read it (``load(PATH)`` sets ``path``, ``load([..])`` ``paths``).
 PATH_OPTIONS = ("path", "paths")
@@ -148,7 +152,8 @@ class KafkaSegmentsDataSource(DataSource):
                 f"{NAME}: a user-specified schema is not supported for kind {opts.kind!r}: "
                 f"leave .schema(...) out (the columns are {ddl(opts.kind)})"
             )
-        return KafkaSegmentsReader(source.paths, opts, source.push_filters, source.parallelism)
+        cls = KafkaSegmentsFilteringReader if source.push_filters else KafkaSegmentsReader
+        return cls(source.paths, opts, source.push_filters, source.parallelism)
 
 
 class SegmentsPartition(InputPartition):
@@ -304,12 +309,6 @@ class KafkaSegmentsReader(DataSourceReader):
         self.push_filters = push_filters
         self.parallelism = parallelism
 
-    def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - Spark's name
-        if not self.push_filters:
-            return filters  # every one left to Spark, the read unchanged (module docstring: why)
-        self.opts, back = push(self.opts, filters)
-        return back
-
     def partitions(self) -> list[InputPartition]:
         from kafkatool.spark import plan
 
@@ -331,3 +330,13 @@ class KafkaSegmentsReader(DataSourceReader):
         if task is None:  # Spark's stand-in when partitions() planned nothing
             return iter(())
         return tasks.read(task, self.opts, getattr(partition, "index", 0))
+
+
+class KafkaSegmentsFilteringReader(KafkaSegmentsReader):
+    """The reader of ``pushFilters=true``: filters narrow the read (module docstring). A separate
+    class because Spark refuses every read of a reader that implements ``pushFilters`` while
+    ``spark.sql.python.filterPushdown.enabled`` is off: the default reader works either way."""
+
+    def pushFilters(self, filters: list[Filter]) -> list[Filter]:  # noqa: N802 - Spark's name
+        self.opts, back = push(self.opts, filters)
+        return back
