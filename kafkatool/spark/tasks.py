@@ -33,6 +33,7 @@ from kafkatool.errors import KafkaToolError, MissingDependencyError
 
 __all__ = [
     "FLUSH_ROWS",
+    "STATS_FLUSH_ROWS",
     "read",
     "read_rows",
     "read_findings",
@@ -45,6 +46,8 @@ __all__ = [
 
 #: Findings rows per Arrow batch (a finding is small; a damaged fleet can have millions).
 FLUSH_ROWS = 4096
+#: Stats rows per Arrow batch (a segment's pickled stats list up to 100,000 producers).
+STATS_FLUSH_ROWS = 64
 
 
 def read(task: Any, opts: Any, index: int = 0) -> Iterator[pa.RecordBatch]:
@@ -291,6 +294,8 @@ def read_stats(task: Any, opts: Any) -> Iterator[pa.RecordBatch]:
             st = _failed_stats(s.log_path, e)
         out.add({"topic": text(s.topic), "partition": s.partition, "partitionPath": text(s.partition_path),
                  "segment": text(s.log_path), "stats": pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)})
+        if out.n >= STATS_FLUSH_ROWS:
+            yield from out.flush()
     yield from out.flush()
 
 
