@@ -800,7 +800,10 @@ def test_a_segment_whose_stats_fail_is_a_problem_and_the_task_goes_on(monkeypatc
         return real_stats(segment, sopts)
 
     monkeypatch.setattr(kafkatool.stats, "segment_stats", failing)
-    rows = [r for b in tasks.read_stats(task, opts) for r in b.to_pylist()]
+    monkeypatch.setattr(tasks, "STATS_FLUSH_ROWS", 1)
+    batches = list(tasks.read_stats(task, opts))
+    assert [b.num_rows for b in batches] == [1, 1]  # flushed as they come
+    rows = [r for b in batches for r in b.to_pylist()]
     assert [r["topic"] for r in rows] == ["golden", "txn"]
     failed, ok = (tasks.stats_of_row(r) for r in rows)
     assert [str(p) for p in failed.problems] == [f"{golden}: Permission denied"] and failed.batches == 0
