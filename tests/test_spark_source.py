@@ -725,7 +725,7 @@ def test_a_slice_that_fails_becomes_an_error_row_and_the_task_goes_on(monkeypatc
         failure[:] = [error]
         out = [r for b in tasks.read(task, opts) for r in b.to_pylist()]
         errors = [r for r in out if r["error"]]
-        assert len(errors) == 1 and errors[0]["error"].startswith(where + " (reading stopped here"), errors
+        assert len(errors) == 1 and errors[0]["error"].startswith(where + " (reading stopped: the rows of bytes 0 to"), errors
         assert errors[0]["topic"] == "v2-none" and errors[0]["segment"] == log and errors[0]["offset"] is None
         assert [r["topic"] for r in out if not r["error"]] == ["v2-none"] * 40 + ["golden"] * 4
     for error in (MissingDependencyError("this batch needs 'lz4'"), TypeError("a bug")):

@@ -97,15 +97,16 @@ def _where_in(path: str, e: BaseException) -> tuple[str, int | None, str, str]:
 
 
 def _error_batch(kind: str, s: Any, e: BaseException) -> pa.RecordBatch:
-    """One row saying that reading ``s`` stopped at ``e``: the rows before it were given, none after."""
+    """One row saying that reading ``s`` stopped at ``e``: the rows given before it stand; the rest of
+    the slice (what came after, and what rows.read had gathered but not yet given) is missing."""
     from kafkatool.spark.schema import arrow_schema
 
     schema = arrow_schema(kind)
     file, position, error_kind, message = _where_in(s.log_path, e)
     where = file if position is None else f"{file}:{position}"
     end = "its end" if s.end is None else f"byte {s.end}"
-    message_text = (f"{where}: {error_kind}: {message} (reading stopped here: "
-                    f"nothing more of bytes {s.start} to {end} of {s.log_path} was read)")
+    message_text = (f"{where}: {error_kind}: {message} (reading stopped: the rows of bytes {s.start} "
+                    f"to {end} of {s.log_path} not given before this one are missing)")
     values = {
         "topic": text(s.topic),
         "partition": s.partition,
