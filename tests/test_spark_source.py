@@ -6,9 +6,12 @@
   the model's Record and Batch fields, not from kafkatool.spark.rows);
 * a damaged segment read as ``findings`` gives what ``kafkatool.verify.verify_paths`` gives;
   ``stats`` rows combined with ``combine_stats`` give what ``kafkatool.stats`` gives;
-* pushed-down filters and the seek options return exactly the rows of the unfiltered read
-  that match, at the boundaries (a timestamp literal between two milliseconds included);
-* the filter translation itself (no JVM), and ``import kafkatool.spark`` without pyspark.
+* pushed-down filters (``pushFilters=true``) and the seek options return exactly the rows of
+  the unfiltered read that match, at the boundaries (a timestamp literal between two
+  milliseconds included); by default a DataFrame queried twice stays right (Spark 4.3 reuses a
+  DataFrame's pushed-down read: source.py's docstring);
+* the filter translation itself, the guards of tasks.py (injected failures), the size of the
+  input partitions (no JVM), and ``import kafkatool.spark`` without pyspark or pyarrow.
 
 Spark jobs are few: each comparison of many queries runs them as one ``UNION ALL`` job.
 """
