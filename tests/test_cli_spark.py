@@ -263,10 +263,10 @@ def test_export_refuses_to_write_into_a_log_dir(run, tmp_path) -> None:
         result = run("spark", "export", str(logdir), "--to", str(target))
         assert result.code == 2 and "inside the input" in result.err, (target, result)
         assert result.err.count("\n") == 1
-    result = run("spark", "export", f"{tmp_path}/elsewhere,{logdir}/gold*", "--to", str(logdir / "golden-0" / "x"))
+    result = run("spark", "export", f"{tmp_path}/txn-0,{logdir}/gold*", "--to", str(logdir / "golden-0" / "x"))
     assert result.code == 2 and "no such file" in result.err  # a part that does not exist
-    (tmp_path / "elsewhere").mkdir()
-    result = run("spark", "export", f"{tmp_path}/elsewhere,{logdir}/gold*", "--to", str(logdir / "golden-0" / "x"))
+    shutil.copytree(FIXTURES / "txn-0", tmp_path / "txn-0")
+    result = run("spark", "export", f"{tmp_path}/txn-0,{logdir}/gold*", "--to", str(logdir / "golden-0" / "x"))
     assert result.code == 2 and f"inside the input {logdir}/golden-0" in result.err  # found through the glob
     assert not (logdir / "export").exists() and not (logdir / "golden-0" / "x").exists()
     # overwrite would delete the output: never with a log dir in it
@@ -281,6 +281,10 @@ def test_export_refuses_to_write_into_a_log_dir(run, tmp_path) -> None:
 def test_bad_options_and_paths_are_usage_errors(run, tmp_path) -> None:
     result = run("spark", "export", str(FIXTURES), "--to", str(tmp_path / "o"), "--start-time", "yesterday")
     assert result.code == 2 and "startTime" in result.err and "Traceback" not in result.err
+    (tmp_path / "notes.txt").write_text("not a segment")  # refused before Spark starts, as stats refuses it
+    result = run("spark", "export", str(tmp_path / "notes.txt"), "--to", str(tmp_path / "o"))
+    assert result.code == 2 and result.err == (f"kafkatool: error: {tmp_path / 'notes.txt'}: not a segment file (export "
+                                               "reads .log files, partition dirs and log dirs)\n")
     result = run("spark", "verify", str(tmp_path / "missing"))
     assert result.code == 2 and "does not exist" in result.err
     empty = tmp_path / "empty"
@@ -390,20 +394,21 @@ def test_missing_extra_is_one_clear_line(tmp_path) -> None:
 
 
 def test_a_failed_job_of_its_own_session_is_one_line(tmp_path) -> None:
-    """kafkatool's own local session (a JVM of its own, started as the command starts it): the
-    data source's error while Spark plans the write comes out as one line, without the Java and
-    Python stack traces Spark's loggers print by default, and without Spark's start-up banner."""
+    """kafkatool's own local session (a JVM of its own, started as the command starts it), with
+    the workers' Python misconfigured as it can be on a cluster: the job's failure comes out as
+    one line naming the cause, without the Java and Python stack traces Spark's loggers print by
+    default, and without Spark's start-up banner."""
     if os.environ.get("JAVA_HOME") is None and shutil.which("java") is None:
         pytest.skip("Spark tests need a Java runtime (no java on PATH and JAVA_HOME unset)")
-    notes = tmp_path / "in" / "notes.txt"  # exists (the command's checks pass), but the data source refuses it
-    notes.parent.mkdir()
-    notes.write_text("not a segment")
-    done = _subprocess(["spark", "export", str(notes), "--to", str(tmp_path / "out")], _env(), timeout=300)
+    python = tmp_path / "no-python"
+    done = _subprocess(["spark", "export", str(FIXTURES / "golden-0"), "--to", str(tmp_path / "out"),
+                        "--conf", "spark.ui.enabled=false"],  # (no warning about a web UI port another Spark holds)
+                       _env(PYSPARK_PYTHON=str(python)), timeout=300)
     lines = [ln for ln in done.stderr.splitlines() if not ln.startswith("WARNING: Using incubator modules")]
     assert done.returncode == 2, done
-    assert lines == [f"kafkatool: error: the Spark job failed: ValueError: kafka_segments: {notes}: not a segment (.log) "
-                     "file, a partition dir or a log dir"], done.stderr
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*.parquet"))
+    assert lines == [f'kafkatool: error: the Spark job failed: IOException: Cannot run program "{python}": error=2, '
+                     "No such file or directory"], done.stderr
+    assert not any((tmp_path / "out").rglob("*.parquet"))
 
 
 def test_remote_without_the_connect_client(run) -> None:

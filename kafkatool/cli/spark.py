@@ -9,6 +9,7 @@ and only once a command runs: ``kafkatool spark --help`` works without the extra
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from typing import Any, Callable, Iterable, Iterator
@@ -96,29 +97,42 @@ _INPUT_ERRORS = ("ValueError", "OSError", "FileNotFoundError", "PermissionError"
                  "NotADirectoryError", "KafkaToolError", "MissingDependencyError", "AnalysisException")
 
 
-def _spark_failure(e: BaseException) -> _Fail:
-    """A failed Spark job as one line: the Python error the data source raised (its last
-    ``Name: message`` line), else the first line of Spark's message; no stack trace."""
-    import re
+_ERROR_LINE = re.compile(r"^(?:: |Caused by: )?(?:[\w$]+\.)*(\w+(?:Error|Exception)): (.+)$")
 
+
+def _spark_failure(e: BaseException) -> _Fail:
+    """A failed Spark job as one line, no stack trace: the Python error the data source raised
+    (the last ``Name: message`` line of the last Python traceback in Spark's message), else the
+    first Java exception line (the top one, e.g. ``IOException: Cannot run program ...``), else
+    the first line of the message."""
     from kafkatool import errors
 
     text = str(e)
+    lines = text.splitlines()
     error_line = None
-    for line in reversed(text.splitlines()):
-        m = re.match(r"^\s*(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", line)
-        if m and not m.group(1).startswith(("Py4J", "PySpark")):
-            error_line = (m.group(1), m.group(2).strip())
-            break
+    python = "Traceback (most recent call last)" in text
+    if python:
+        after = text.rsplit("Traceback (most recent call last)", 1)[1].splitlines()
+        for line in after:
+            if line.startswith("\tat "):
+                break  # the Java frames after the Python traceback
+            m = _ERROR_LINE.match(line)
+            if m:
+                error_line = (m.group(1), m.group(2).strip())
+    if error_line is None:
+        for line in lines:
+            m = _ERROR_LINE.match(line.strip() if not line.startswith(": ") else line)
+            if m and not m.group(1).startswith(("Py4J", "PySpark")):
+                error_line = (m.group(1), m.group(2).strip())
+                break
     ours = {name for name in dir(errors) if name.endswith("Error")}
     if error_line is not None:
         name, message = error_line
         # a Python error of ours that is no input error is a bug (3); a JVM failure (memory, a lost
-        # executor) is the cluster's, reported as an error before the work was done (2)
-        python = "Traceback (most recent call last)" in text
+        # executor, a Python that cannot be run) is the cluster's, reported as an error before the work (2)
         code = ExitCode.INTERNAL if python and name not in _INPUT_ERRORS and name not in ours else ExitCode.USAGE
         return _Fail(f"the Spark job failed: {name}: {message[:1000]}", code)
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
+    first = next((ln.strip() for ln in lines if ln.strip()), type(e).__name__)
     return _Fail(f"the Spark job failed: {first[:1000]}", ExitCode.USAGE)
 
 
@@ -239,6 +253,8 @@ def export(paths, out, fmt, mode, topics, partitions, start_offset, end_offset, 
     """
     def body() -> int:
         local = _local_paths(paths, remote)
+        if local is not None:  # on this machine: what the data source would refuse, before Spark starts
+            _refuse_nothing_to_read(local)
         options = {"includeHeaders": "false" if no_headers else "true"}
         for name, value in (("topics", topics), ("partitions", partitions), ("startOffset", start_offset),
                             ("endOffset", end_offset), ("startTime", start_time), ("endTime", end_time),
@@ -254,6 +270,17 @@ def export(paths, out, fmt, mode, topics, partitions, start_offset, end_offset, 
             session.stop()
 
     _run(body)
+
+
+def _refuse_nothing_to_read(paths: list[str]) -> None:
+    """A named file that is no segment, or a path with nothing Kafka in it: a usage error (listings only)."""
+    from kafkatool.stats import find_targets
+
+    _found, run = find_targets(paths)
+    problems = [f"{p}: not a segment file (export reads .log files, partition dirs and log dirs)" for p in run.not_segments]
+    problems += [f"{p}: nothing Kafka found here (no partition directory or segment)" for p in run.nothing]
+    if problems:
+        raise _Fail("\nkafkatool: error: ".join(problems))
 
 
 def _validate(options: dict[str, str]) -> None:
