@@ -602,13 +602,20 @@ def ratios(results: list[Result], mixed: str) -> dict:
     by = {(r.dataset, r.job): r for r in results if r.exit_code == 0}
     out: dict = {}
 
+    def value(r: Result, key: str):
+        if key == "cpu_s":  # CPU seconds of the whole process tree: steadier than wall time on a shared machine
+            m = r.memory
+            parts = [m.get("jvm_cpu_s"), m.get("workers_cpu_s"), m.get("driver_cpu_s")]
+            return sum(parts) if all(p is not None for p in parts) else None
+        return getattr(r, key)
+
     def ratio(a, b, key):
         ra, rb = by.get((mixed, a)), by.get((mixed, b))
-        if ra is None or rb is None or getattr(ra, key) is None or getattr(rb, key) is None:
+        if ra is None or rb is None or value(ra, key) is None or value(rb, key) is None:
             return None
-        return round(getattr(ra, key) / getattr(rb, key), 3)
+        return round(value(ra, key) / value(rb, key), 3)
 
-    for key in ("job_s", "whole_s"):
+    for key in ("job_s", "whole_s", "cpu_s"):
         out[f"baseline_parquet_over_source_parquet_{key}"] = ratio("binaryfile-parquet", "source-parquet", key)
         out[f"source_parquet_over_source_noop_{key}"] = ratio("source-parquet", "source-noop", key)
         out[f"baseline_noop_over_source_noop_{key}"] = ratio("binaryfile-noop", "source-noop", key)
