@@ -29,9 +29,10 @@ INSTALL_HINT = "pip install 'kafkatool[spark]'"
 
 def _source_module():
     """kafkatool.spark.source, imported on first use; pyspark/pyarrow missing -> MissingDependencyError."""
-    try:
-        import pyarrow  # noqa: F401 - the executors build Arrow batches: fail here, not in a task
+    import importlib
 
+    try:
+        importlib.import_module("pyarrow")  # the executors build Arrow batches: fail here, not in a task
         from kafkatool.spark import source
     except ImportError as e:
         missing = getattr(e, "name", None) or "pyspark"
