@@ -117,7 +117,8 @@ def test_pushdown_translation_records() -> None:
     ts = ("timestamp",)
     exact = [EqualTo(t, "a"), In(t, ["a", "b", None]), EqualNullSafe(p, 3), In(p, [1, 3]),
              GreaterThanOrEqual(o, 10), LessThan(o, 20), GreaterThan(o, 11), LessThanOrEqual(o, 18)]
-    back = [IsNotNull(o), StringStartsWith(t, "a"), In(o, [12, 15]), EqualTo(("key",), b"k"), EqualTo(t, None)]
+    back = [IsNotNull(o), StringStartsWith(t, "a"), In(o, [12, 15]), EqualTo(("key",), b"k"), EqualTo(t, None),
+            EqualTo(t, "caf\ufffd")]  # a name that was not UTF-8 shows U+FFFD: the plan cannot place it
     opts, left = _push("records", exact + back)
     assert left == back  # the same objects, in order: Spark matches them by reference
     assert opts.topics == {"a"} and opts.partitions == {3}

@@ -265,7 +265,9 @@ def _translate(f: Filter, what: str, role: str) -> tuple[dict[str, Any], bool] |
     when it does not apply."""
     value = getattr(f, "value", None)
     if role == "set":
-        ok = (lambda x: isinstance(x, str)) if what == "topics" else (lambda x: _int(x) is not None)
+        # a topic with U+FFFD may be a directory name that is not UTF-8, shown replaced in the
+        # column while the plan compares the name itself: left to Spark
+        ok = (lambda x: isinstance(x, str) and "\ufffd" not in x) if what == "topics" else (lambda x: _int(x) is not None)
         if isinstance(f, (EqualTo, EqualNullSafe)) and ok(value):
             return {what: {value}}, True
         if isinstance(f, In) and isinstance(value, (list, tuple)):
