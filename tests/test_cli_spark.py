@@ -163,6 +163,11 @@ def test_export_parquet_matches_the_reader(spark, run, tmp_path) -> None:
                for r in rows]
         assert got == _expected(FIXTURES / d), d
         assert all(r["error"] is None and r["crcValid"] for r in rows)
+    # key and value are written without a dictionary (high cardinality), the other columns with one
+    meta = pq.ParquetFile(next((out / "topic=txn" / "partition=0").glob("part-*.parquet"))).metadata
+    encodings = {meta.schema.column(i).path: meta.row_group(0).column(i).encodings for i in range(meta.num_columns)}
+    assert not any("DICTIONARY" in e for c in ("key", "value") for e in encodings[c]), encodings
+    assert any("DICTIONARY" in e for e in encodings["codec"]), encodings
     control = pq.read_table(out / "topic=txn" / "partition=0").to_pylist()
     assert sum(r["isControl"] for r in control) == 2  # the COMMIT and ABORT markers are rows too
 
