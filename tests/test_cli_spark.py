@@ -448,3 +448,27 @@ def test_spark_failure_is_one_line() -> None:
     fail = _spark_failure(RuntimeError("Job aborted due to stage failure: ...\njava.lang.OutOfMemoryError: Java heap space\n"
                                        "\tat java.base/java.util.Arrays.copyOf(Arrays.java:3537)\n"))
     assert str(fail) == "the Spark job failed: OutOfMemoryError: Java heap space" and fail.code == 2  # the cluster's
+
+
+def test_local_driver_memory_default(tmp_path, monkeypatch) -> None:
+    """A local master's driver heap: a quarter of the memory, 1g to 4g, unless the user set one."""
+    from kafkatool.spark import session
+
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    quarter_gib = total // 4 // (1 << 30)
+    assert session.driver_memory() == f"{min(4, max(1, quarter_gib))}g"
+    monkeypatch.setattr(os, "sysconf", lambda name: {"SC_PHYS_PAGES": 3 << 18, "SC_PAGE_SIZE": 4096}[name])  # 3 GiB
+    assert session.driver_memory() == "1g"
+    monkeypatch.setattr(os, "sysconf", lambda name: {"SC_PHYS_PAGES": 12 << 18, "SC_PAGE_SIZE": 4096}[name])  # 12 GiB
+    assert session.driver_memory() == "3g"
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    monkeypatch.setenv("SPARK_CONF_DIR", str(tmp_path))
+    monkeypatch.setenv("SPARK_HOME", str(tmp_path / "none"))
+    assert not session._driver_memory_given([])
+    assert session._driver_memory_given([("spark.driver.memory", "8g")])
+    (tmp_path / "spark-defaults.conf").write_text("# site\nspark.driver.memory   6g\n")
+    assert session._driver_memory_given([])
+    (tmp_path / "spark-defaults.conf").write_text("spark.executor.memory 6g\n")
+    assert not session._driver_memory_given([])
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", "--driver-memory 2g pyspark-shell")
+    assert session._driver_memory_given([])

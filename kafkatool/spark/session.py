@@ -33,7 +33,7 @@ from kafkatool.errors import KafkaToolError, MissingDependencyError
 
 __all__ = ["SparkStartError", "Session", "start_session", "check_java", "check_extra", "check_connect", "DEFAULT_MASTER",
            "MIN_JAVA", "job_errors", "read", "for_format", "writer_options", "write_records", "collect_findings",
-           "collect_stats", "ROW_ORDER", "TIMESTAMP_FORMAT"]
+           "collect_stats", "ROW_ORDER", "TIMESTAMP_FORMAT", "driver_memory"]
 
 DEFAULT_MASTER = "local[*]"
 MIN_JAVA = 17
@@ -195,6 +195,36 @@ def _log_config() -> str:
     return path
 
 
+def driver_memory() -> str:
+    """The driver heap for a local master (where the driver JVM runs the tasks too): a quarter of
+    this machine's memory, between 1g (Spark's default) and 4g. With Spark's 1g the sort that
+    orders an export's rows spills to disk (bench/README-spark.md); the Python workers, outside
+    the heap, keep the rest."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):  # not a POSIX system that says
+        return "1g"
+    return f"{max(1, min(4, total // 4 // (1 << 30)))}g"
+
+
+def _driver_memory_given(pairs: list[tuple[str, str]]) -> bool:
+    """Whether the user set the driver's memory: --conf, PYSPARK_SUBMIT_ARGS or spark-defaults.conf."""
+    if any(k == "spark.driver.memory" for k, _v in pairs):
+        return True
+    if "--driver-memory" in os.environ.get("PYSPARK_SUBMIT_ARGS", "") or "spark.driver.memory" in os.environ.get(
+            "PYSPARK_SUBMIT_ARGS", ""):
+        return True
+    for conf_dir in (os.environ.get("SPARK_CONF_DIR"), os.path.join(os.environ.get("SPARK_HOME", ""), "conf")):
+        if conf_dir:
+            try:
+                with open(os.path.join(conf_dir, "spark-defaults.conf"), encoding="utf-8") as f:
+                    if any(line.split()[:1] == ["spark.driver.memory"] for line in f):
+                        return True
+            except OSError:
+                pass
+    return False
+
+
 def _share_import_path() -> None:
     """On a local master the workers are this machine's Pythons, which import the data source by
     module name: when kafkatool is imported from a directory that is not an installation's
@@ -262,7 +292,8 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    if remote is None and (master is None or master.startswith("local")):
+    local = remote is None and (master is None or master.startswith("local"))
+    if local:
         _share_import_path()
     from pyspark.sql import SparkSession
 
@@ -276,6 +307,8 @@ def start_session(master: str | None = None, remote: str | None = None, app_name
         if _own_log_config_allowed(pairs):
             log_config = _log_config()
             os.environ[_LOG4J_ENV] = log_config  # the driver JVM's; a -D property given by the user wins
+    if local and not _driver_memory_given(pairs):
+        builder = builder.config("spark.driver.memory", driver_memory())
     for key, value in pairs:
         builder = builder.config(key, value)
     try:
