@@ -11,8 +11,11 @@ what is missing and how to get it); the CLI ends with it, exit status 2.
 
 Before the JVM starts it sets ``PYSPARK_PYTHON`` to this interpreter (else the workers may run
 another Python, without kafkatool or pyarrow) and ``SPARK_LOCAL_IP=127.0.0.1`` when unset (a
-local start fails where the host name does not resolve). An already active session (a notebook's,
-the tests') is reused when no master or remote URL is asked for.
+local start fails where the host name does not resolve); on a local master it also sizes the
+driver heap (:func:`driver_memory`) unless the user did. The driver logs Spark's warnings one
+line each, without the start-up banner or a failed job's stack traces, unless the user has log4j
+settings of their own. An already active session (a notebook's, the tests') is reused when no
+master or remote URL is asked for.
 
 The jobs: :func:`write_records` (``export``), :func:`collect_findings` (``verify``),
 :func:`collect_stats` (``stats``), each over :func:`read`, and :func:`job_errors`, the
