@@ -76,9 +76,11 @@ SESSION_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.driver.memory": "4g",
 }
-#: Parquet writer options of the source-parquet and binaryfile-parquet jobs (``--parquet-option``): what
-#: ``kafkatool spark export`` passes, so that the bench's export is the CLI's.
-PARQUET_OPTIONS: dict[str, str] = {}
+#: Parquet writer options of the source-parquet and binaryfile-parquet jobs: None = what ``kafkatool spark
+#: export`` passes (so that the bench's export is the CLI's), {} with ``--plain-parquet`` (Spark's defaults);
+#: ``--parquet-option`` adds to either.
+PARQUET_OPTIONS: dict[str, str] | None = None
+EXTRA_PARQUET_OPTIONS: dict[str, str] = {}
 #: ``--conf`` settings: in every job's session, the CLI's included (``kafkatool spark export --conf``).
 EXTRA_CONF: dict[str, str] = {}
 JOBS = ("source-parquet", "binaryfile-parquet", "source-noop", "binaryfile-noop", "cli-export")
@@ -299,6 +301,16 @@ def spark_env() -> dict[str, str]:
     return env
 
 
+def export_parquet_options() -> dict[str, str]:
+    """The Parquet writer options ``kafkatool spark export`` uses (``kafkatool.spark.session.writer_options``),
+    of the kafkatool under test; {} for a kafkatool without that function."""
+    try:
+        from kafkatool.spark.session import writer_options
+    except ImportError:
+        return {}
+    return dict(writer_options("parquet"))
+
+
 def job_main(spec: dict) -> int:
     """Run one job in this (fresh) process and print its timings as one JSON line on stdout."""
     t0 = time.perf_counter()
@@ -316,6 +328,8 @@ def job_main(spec: dict) -> int:
 
         kafkatool.spark.register(spark)
         reader = spark.read.format("kafka_segments")
+        # as kafkatool spark export reads (kafkatool.spark.session.read): the session's default parallelism
+        reader = reader.option("parallelism", str(spark.sparkContext.defaultParallelism))
         for k, v in spec.get("options", {}).items():
             reader = reader.option(k, v)
         df = reader.load(",".join(paths))
@@ -324,15 +338,18 @@ def job_main(spec: dict) -> int:
 
         df = peer.load(spark, paths)
     t_plan = time.perf_counter()
+    writer_options = export_parquet_options() if spec.get("parquet_options") is None else spec["parquet_options"]
+    writer_options.update(spec.get("extra_parquet_options", {}))
     if job.endswith("noop"):
+        writer_options = {}
         df.write.format("noop").mode("overwrite").save()
     else:
-        df.write.mode("overwrite").options(**spec.get("parquet_options", {})).partitionBy("topic", "partition").parquet(out)
+        df.write.mode("overwrite").options(**writer_options).partitionBy("topic", "partition").parquet(out)
     t_job = time.perf_counter()
     spark.stop()
     t_end = time.perf_counter()
     print("BENCH-JOB " + json.dumps({"session_s": t_session - t0, "plan_s": t_plan - t_session, "job_s": t_job - t_plan,
-                                     "stop_s": t_end - t_job}), flush=True)
+                                     "stop_s": t_end - t_job, "parquet_options": writer_options}), flush=True)
     return 0
 
 
@@ -501,11 +518,15 @@ class TreeSampler(threading.Thread):
 
         workers = [p for p, r in self.role.items() if r == "worker" and p in self.hwm]
         kinds: dict[str, int] = {}  # Python processes by what they run: "pyspark.daemon pyspark.worker" etc.
+        kind_peaks: dict[str, float] = {}  # the largest VmHWM (MiB) of each kind
         for p in workers:
             a = [x for x in self.args.get(p, []) if x and not x.startswith("-") and "/" not in x]
-            kinds[" ".join(a) or self.cmd.get(p, "?")] = kinds.get(" ".join(a) or self.cmd.get(p, "?"), 0) + 1
+            kind = " ".join(a) or self.cmd.get(p, "?")
+            kinds[kind] = kinds.get(kind, 0) + 1
+            kind_peaks[kind] = max(kind_peaks.get(kind, 0.0), round(self.hwm[p] / 1024, 1))
         return {
             "worker_kinds": kinds,
+            "worker_kind_peak_mib": kind_peaks,
             "jvm_xmx": self.jvm_xmx,
             "jvm_cpu_s": cpu("jvm"),
             "driver_cpu_s": cpu("driver"),
@@ -545,7 +566,7 @@ def job_argv(job: str, paths: list[str], out: str, options: dict[str, str]) -> l
         extra = [a for k, v in EXTRA_CONF.items() for a in ("--conf", f"{k}={v}")]
         return [*bd.kafkatool_exe(), "spark", "export", *paths, "--to", out, "--format", "parquet", "--master", MASTER, *extra]
     spec = {"job": job, "paths": paths, "out": out, "master": MASTER, "conf": SESSION_CONF, "options": options,
-            "parquet_options": PARQUET_OPTIONS}
+            "parquet_options": PARQUET_OPTIONS, "extra_parquet_options": EXTRA_PARQUET_OPTIONS}
     return [sys.executable, os.path.abspath(__file__), "--job", json.dumps(spec)]
 
 
@@ -666,7 +687,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conf", action="append", default=[], metavar="K=V",
                     help="an extra Spark setting for every job's session (source and baseline alike)")
     ap.add_argument("--parquet-option", action="append", default=[], metavar="K=V",
-                    help="a Parquet writer option for source-parquet and binaryfile-parquet alike (e.g. parquet.enable.dictionary#value=false)")
+                    help="a Parquet writer option for source-parquet and binaryfile-parquet alike, added to the export's")
+    ap.add_argument("--plain-parquet", action="store_true",
+                    help="Spark's default Parquet writer options instead of kafkatool spark export's (key/value dictionary off)")
     ap.add_argument("--no-check", action="store_true", help="skip reading the Parquet outputs back")
     ap.add_argument("--keep", action="store_true", help="keep the outputs under ROOT/spark/out")
     ap.add_argument("--live", action="store_true", help="run the working tree's kafkatool, not a snapshot taken at the start")
@@ -679,7 +702,9 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown job: {', '.join(bad)}")
     options = dict(o.split("=", 1) for o in args.option)
     EXTRA_CONF.update(dict(c.split("=", 1) for c in args.conf))
-    PARQUET_OPTIONS.update(dict(c.split("=", 1) for c in args.parquet_option))
+    global PARQUET_OPTIONS
+    PARQUET_OPTIONS = {} if args.plain_parquet else None
+    EXTRA_PARQUET_OPTIONS.update(dict(c.split("=", 1) for c in args.parquet_option))
     SESSION_CONF.update(EXTRA_CONF)
     root = os.path.abspath(args.root)
     started = _dt.datetime.now(_dt.timezone.utc)
@@ -796,7 +821,8 @@ def main(argv: list[str] | None = None) -> int:
         "runs": args.runs,
         "master": MASTER,
         "session_conf": SESSION_CONF,
-        "parquet_options": PARQUET_OPTIONS,
+        "parquet_options": "Spark's defaults" if PARQUET_OPTIONS == {} else "kafkatool spark export's (see results[].runs[].parquet_options)",
+        "extra_parquet_options": EXTRA_PARQUET_OPTIONS,
         "source_options": options,
         "machine": bd.machine_info(),
         "load_average_at_start": load,
