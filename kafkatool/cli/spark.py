@@ -82,6 +82,19 @@ def _local_paths(paths: tuple[str, ...], remote: str | None, *, must_be_here: bo
         raise _Fail(str(e)) from None
 
 
+def _server_paths(paths: tuple[str, ...], remote: str | None) -> tuple[str, ...]:
+    """With --remote, each relative path (of a comma-separated list too) made absolute from this
+    directory: the Connect server resolves relative paths from its own working directory, which is
+    never what was meant. URLs (``hdfs://...``, ``file:...``) are left as they are."""
+    if remote is None:
+        return paths
+
+    def absolute(p: str) -> str:
+        return p if not p or "://" in p or p.startswith("file:") else os.path.abspath(p)
+
+    return tuple(",".join(absolute(part) for part in p.split(",")) for p in paths)
+
+
 def _start(master: str | None, remote: str | None, conf: tuple[str, ...], quiet: bool):
     from kafkatool.errors import KafkaToolError
     from kafkatool.spark.session import start_session
@@ -167,7 +180,7 @@ def _refuse_unsafe_output(out: str, paths: tuple[str, ...], mode: str, remote: s
     if remote is not None:
         _refuse_by_name(out, paths, mode)
     if remote is not None or ("://" in out and not out.startswith("file:")):
-        return {"error": "errorifexists"}.get(mode, mode)  # hdfs://, s3a://, a Connect server's: Spark's own checks
+        return mode  # hdfs://, s3a://, a Connect server's: Spark's own checks ("error": Connect knows no "errorifexists")
     local = out[len("file:"):] if out.startswith("file:") else out
     target = os.path.realpath(local)
     for one in paths:  # as expanded (commas, globs): every existing input
@@ -251,6 +264,9 @@ def export(paths, out, fmt, mode, topics, partitions, start_offset, end_offset, 
     record exported; 1 exported, with error rows (the `error` column is set on them); 2 bad
     usage, a refusal (OUT not empty, OUT inside a log dir), or Spark or Java missing.
     """
+    paths = _server_paths(paths, remote)
+    if remote is not None and "://" not in out and not out.startswith("file:"):
+        out = os.path.abspath(out)
     def body() -> int:
         local = _local_paths(paths, remote)
         if local is not None:  # on this machine: what the data source would refuse, before Spark starts
@@ -347,6 +363,7 @@ def verify(paths, deep, fmt, fail_on, ignore, master, remote, conf, quiet) -> No
     Read-only. Exit status: 0 no failing findings; 1 failing findings; 2 bad usage, a path with
     nothing Kafka in it, or Spark or Java missing.
     """
+    paths = _server_paths(paths, remote)
     def body() -> int:
         from kafkatool.cli.verify import NOTHING_KAFKA, report
         from kafkatool.verify import INFO_KINDS, KINDS, expand_targets
@@ -434,6 +451,7 @@ def stats(paths, fmt, deep, max_producers, master, remote, conf, quiet) -> None:
     Read-only. Exit status: 0 every partition read cleanly; 1 a partition with problems; 2 bad
     usage, a path with nothing Kafka in it, or Spark or Java missing.
     """
+    paths = _server_paths(paths, remote)
     def body() -> int:
         from kafkatool.cli.stats import refuse_unusable, report
         from kafkatool.stats import StatsOptions, find_targets
