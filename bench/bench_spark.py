@@ -26,11 +26,13 @@ The jobs, each run as a fresh process (``python bench_spark.py --job ...``: inte
 SparkSession on ``local[2]`` with the JVM start, the job, stop), all with the same session
 settings:
 
-* ``source-parquet``: ``spark.read.format("kafka_segments").load(DIRS).write.partitionBy("topic",
-  "partition").parquet(OUT)`` (what ``kafkatool spark export`` does);
+* ``source-parquet``: ``spark.read.format("kafka_segments").option("parallelism", sc.defaultParallelism)
+  .load(DIRS).write.options(**W).partitionBy("topic", "partition").parquet(OUT)``, with the read
+  option and the Parquet writer options ``W`` of ``kafkatool spark export``
+  (``kafkatool.spark.session.writer_options("parquet")``; ``--plain-parquet``: Spark's defaults);
 * ``binaryfile-parquet``: the baseline (``peer_spark_binaryfile.py``): ``binaryFile`` (``*.log``,
   recursive) + ``mapInArrow`` parsing each file's bytes with kafkatool's own parser into the
-  same schema, written the same way;
+  same schema, written the same way with the same writer options;
 * ``source-noop`` / ``binaryfile-noop``: the same reads into ``format("noop")``;
 * ``cli-export``: ``kafkatool spark export DIRS --to OUT --format parquet`` as a user runs it.
 
@@ -553,7 +555,7 @@ class Result:
     records: int
     file_bytes: int
     uncompressed_bytes: int
-    user_s: float = 0.0
+    user_s: float = 0.0  # wait4's rusage of the job's own process (the JVM is not in it: see memory[*_cpu_s])
     sys_s: float = 0.0
     stderr_tail: str = ""
     runs: list[dict] = field(default_factory=list)
@@ -743,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
             m, stdout, stderr = run_measured(argv_, env, root)
             info = parse_tagged(stdout, "BENCH-JOB") or {}
             r = Result(ds, job, argv_ if job == "cli-export" else argv_[:3] + ["<spec>"], m["whole_s"], info.get("job_s"),
-                       info.get("session_s"), m["exit_code"], m["memory"], plan.records, plan.file_bytes,
+                       info.get("session_s"), m["exit_code"], dict(m["memory"]), plan.records, plan.file_bytes,
                        plan.uncompressed_bytes, m["user_s"], m["sys_s"], "" if m["exit_code"] == 0 else stderr[-3000:])
             r.runs.append({**m, **info})
             log(f"  run {run + 1} {ds:<12} {job:<19} whole {m['whole_s']:7.2f} s  job {info.get('job_s') or float('nan'):7.2f} s"
