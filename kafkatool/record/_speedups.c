@@ -201,6 +201,23 @@ slow_varlong(const uint8_t *buf, Py_ssize_t *pi, Py_ssize_t limit, int64_t *out)
  * file comment): a record is decided only when they are in the buffer, or at the end. */
 #define LOOKAHEAD 4
 
+/* A record's varint field at buf[i] into dst, in decode() and decode_columns_v2(): the one-byte
+ * fast path as in Python (buf[i] checked against the buffer length only: IndexError -> structure
+ * error at the record start), the multi-byte path bounded by the record end. Uses the caller's
+ * buf, buflen, i, b, body_end and its index_error/fail labels. */
+#define READ_VARINT(dst)                                                      \
+    do {                                                                      \
+        if (i >= buflen)                                                      \
+            goto index_error;                                                 \
+        b = buf[i];                                                           \
+        if (b < 0x80) {                                                       \
+            (dst) = zigzag32(b);                                              \
+            i++;                                                              \
+        }                                                                     \
+        else if (slow_varint(buf, &i, body_end, &(dst)) < 0)                  \
+            goto fail;                                                        \
+    } while (0)
+
 /* Decode up to `count` records from buf[pos:end], stopping early once `budget` bytes
  * have been decoded (after at least one record). With `final` set, [pos, end) is all
  * there is: running out of bytes is an error, as in Python's decode_records. Without
@@ -294,23 +311,7 @@ decode(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t end,
         else if (slow_varlong(buf, &i, body_end, &tsd) < 0)
             goto fail;
 
-        /* One-byte fast path as in Python: buf[i] is checked against the buffer
-         * length only (IndexError -> structure error at the record start); the
-         * multi-byte path is bounded by the record end. */
-#define READ_VARINT(dst)                                                      \
-        do {                                                                  \
-            if (i >= buflen)                                                  \
-                goto index_error;                                             \
-            b = buf[i];                                                       \
-            if (b < 0x80) {                                                   \
-                (dst) = zigzag32(b);                                          \
-                i++;                                                          \
-            }                                                                 \
-            else if (slow_varint(buf, &i, body_end, &(dst)) < 0)              \
-                goto fail;                                                    \
-        } while (0)
-
-        /* --- offsetDelta */
+        /* --- offsetDelta (READ_VARINT: the one-byte fast path as in Python) */
         READ_VARINT(od);
 
         /* --- key */
@@ -337,7 +338,6 @@ decode(const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t pos, Py_ssize_t end,
 
         /* --- headers */
         READ_VARINT(hc);
-#undef READ_VARINT
         if (hc == 0) {
             Py_INCREF(empty_tuple);
             headers = empty_tuple;
@@ -1178,19 +1178,6 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         else if (slow_varlong(buf, &i, body_end, &tsd) < 0)
             goto fail;
 
-#define READ_VARINT(dst)                                                      \
-        do {                                                                  \
-            if (i >= buflen)                                                  \
-                goto index_error;                                             \
-            b = buf[i];                                                       \
-            if (b < 0x80) {                                                   \
-                (dst) = zigzag32(b);                                          \
-                i++;                                                          \
-            }                                                                 \
-            else if (slow_varint(buf, &i, body_end, &(dst)) < 0)              \
-                goto fail;                                                    \
-        } while (0)
-
         READ_VARINT(od);
 
         READ_VARINT(kl);
@@ -1212,7 +1199,6 @@ decode_columns_v2(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             i += vl;
 
         READ_VARINT(hc);
-#undef READ_VARINT
         if (hc != 0) {
             int32_t h;
             if (hc < 0) {
