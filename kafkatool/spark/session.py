@@ -129,7 +129,7 @@ def check_connect() -> None:
         name = package.get("package_name") or getattr(e, "name", None) or str(e)
         raise MissingDependencyError(
             f"--remote (Spark Connect) needs its client libraries, and {name} is not installed: "
-            "pip install 'pyspark[connect]' (grpcio, grpcio-status, googleapis-common-protos, zstandard)"
+            "pip install 'kafkatool[spark]' (it brings pyspark[connect]: grpcio, grpcio-status, googleapis-common-protos)"
         ) from None
 
 
