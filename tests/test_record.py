@@ -695,3 +695,14 @@ def test_a_large_raw_snappy_block_is_never_held_whole(monkeypatch):
         tracemalloc.stop()
     assert digest.digest() == hashlib.sha256(data).digest()
     assert peak < 1 << 20  # a window and a chunk, not the 5.3 MiB
+
+
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
+def test_a_view_of_signed_bytes_decompresses_as_its_bytes(codec):
+    # a pyarrow Buffer's memoryview has format 'b': indexing it gives -128..127, which misread
+    # the lz4 frame descriptor ("Stream frame descriptor corrupted")
+    payload = bytes(range(256)) * 40
+    packed = compress(codec, payload, magic=2)
+    signed = memoryview(bytearray(packed)).cast("b")
+    assert decompress(codec, signed, magic=2) == payload
+    assert b"".join(iter_decompress(codec, signed, magic=2)) == payload

@@ -667,6 +667,8 @@ def iter_decompress(
     """
     if chunk_size is None:
         chunk_size = STREAM_CHUNK
+    if isinstance(data, memoryview) and data.format != "B":
+        data = data.cast("B")  # a view of signed bytes (a pyarrow Buffer's) reads data[i] < 0
     if codec == Codec.NONE:
         return iter((bytes(data),) if len(data) else ())
     if codec == Codec.GZIP:
