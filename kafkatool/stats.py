@@ -599,19 +599,27 @@ def partition_stats(partition: Partition, opts: StatsOptions = StatsOptions(), *
                     checkpoints: CheckpointCache | None = None) -> PartitionStats:
     """The stats of one partition dir, its log end compared with its log dir's checkpoints (the
     log dir is the partition dir's parent; ``checkpoints`` keeps them read across calls)."""
+    problems, segments = listed_segments(partition)
+    return _stats(partition.path, partition, segments, opts, checkpoints or CheckpointCache(), problems)
+
+
+def listed_segments(partition: Partition) -> tuple[list[Problem], list[Segment]]:
+    """A partition dir's segments, and the problems its listing shows: the dir cannot be listed,
+    or a FIFO, a directory or a dangling link is named like a segment (never opened, but said).
+    What :func:`partition_stats` reads; a parallel reader passes the problems to
+    :func:`combine_stats`."""
     problems: list[Problem] = []
     try:
         listing = partition.listing()
     except KafkaToolError as e:
         problems.append(_problem(e, partition.path, "unreadable"))
         listing = []
-    for e in listing:  # a FIFO or a directory named like a segment is never opened, but said
+    for e in listing:
         if e.kind is FileKind.LOG and not e.is_file:
             what = "symbolic link to nothing" if e.type is EntryType.MISSING else e.type.value
             problems.append(Problem(e.path, None, f"named like a segment but a {what}: not read",
                                     "not_regular_file"))
-    segments = segments_of(listing)
-    return _stats(partition.path, partition, segments, opts, checkpoints or CheckpointCache(), problems)
+    return problems, segments_of(listing)
 
 
 def _stats(path: str, partition: Partition | None, segments: list[Segment], opts: StatsOptions,
@@ -678,7 +686,8 @@ def _stats(path: str, partition: Partition | None, segments: list[Segment], opts
 
 
 def combine_stats(parts: Sequence[PartitionStats], partition: Partition | None = None, *,
-                  opts: StatsOptions = StatsOptions(), checkpoints: CheckpointCache | None = None) -> PartitionStats:
+                  opts: StatsOptions = StatsOptions(), checkpoints: CheckpointCache | None = None,
+                  listing_problems: Sequence[Problem] = ()) -> PartitionStats:
     """One result from the stats of consecutive pieces of a partition, in offset order: what
     parallel readers give (the Spark source's stats: :func:`segment_stats` of each segment on
     the executors, combined on the driver), equal to :func:`partition_stats` of the whole.
@@ -686,11 +695,12 @@ def combine_stats(parts: Sequence[PartitionStats], partition: Partition | None =
     With ``partition``, the result is that partition dir's, its log end compared with its log
     dir's checkpoints. The producers are exact when every piece listed all of its own (give
     the pieces ``max_producers`` large enough); otherwise a producer listed by one piece may
-    miss the batches another did not list, and the count is a lower bound.
+    miss the batches another did not list, and the count is a lower bound. ``listing_problems``
+    (:func:`listed_segments`) come first, as :func:`partition_stats` lists them.
     """
     if not parts:
         raise ValueError("combine_stats needs at least one piece")
-    problems = [p for part in parts for p in part.problems]
+    problems = [*listing_problems, *(p for part in parts for p in part.problems)]
     kept, dropped = problems[:opts.max_problems], len(problems) - opts.max_problems
     producers: dict[int, ProducerStats] = {}
     for part in parts:
@@ -802,21 +812,19 @@ def stats_of(found: Iterable["Partition | Segment | PartitionStats"], opts: Stat
 
     pool = ProcessPoolExecutor(max_workers=jobs, initializer=_leave_interrupts_to_the_parent)
     try:
-        pending = []  # (item, its segments' futures), in output order
+        pending = []  # (item, its listing problems, its segments' futures), in output order
         for item in found:
             if isinstance(item, Partition):
-                try:
-                    segments = item.segments()
-                except KafkaToolError:
-                    segments = []  # partition_stats reports it
-                pending.append((item, [pool.submit(segment_stats, seg, opts) for seg in segments]))
+                listed, segments = listed_segments(item)
+                pending.append((item, listed, [pool.submit(segment_stats, seg, opts) for seg in segments]))
             elif isinstance(item, Segment):
-                pending.append((item, [pool.submit(segment_stats, item, opts)]))
+                pending.append((item, [], [pool.submit(segment_stats, item, opts)]))
             else:
-                pending.append((item, []))
-        for item, futures in pending:
+                pending.append((item, [], []))
+        for item, listed, futures in pending:
             if isinstance(item, Partition) and futures:
-                yield combine_stats([f.result() for f in futures], item, opts=opts, checkpoints=checkpoints)
+                yield combine_stats([f.result() for f in futures], item, opts=opts, checkpoints=checkpoints,
+                                    listing_problems=listed)
             elif isinstance(item, Segment):
                 yield futures[0].result()
             else:
