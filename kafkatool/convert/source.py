@@ -55,9 +55,9 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from kafkatool.convert.options import DamagedRange, Salvaged
 from kafkatool.errors import CorruptRecordError, InvalidRecordError, KafkaToolError
-from kafkatool.segment.logdir import open_log
-from kafkatool.segment.resync import bad_region
-from kafkatool.segment.walk import DEFAULT_MAX_BATCH_BYTES, WalkStop
+from kafkatool.segment.logdir import batches_and_regions, open_log
+from kafkatool.segment.resync import BadRegion
+from kafkatool.segment.walk import DEFAULT_MAX_BATCH_BYTES
 
 if TYPE_CHECKING:
     from kafkatool.convert.options import ConvertOptions, Loss
@@ -119,42 +119,24 @@ def converted_entries(
     try:
         fd = f.fileno()
         size = os.fstat(fd).st_size  # the walk's end: bytes appended meanwhile are not read
-        pos = 0
-        while pos < size:
-            reader = segment.batches(pos, size, max_batch_bytes=window_cap)
-            it = iter(reader)
-            framing: KafkaToolError | None = None
+        for item in batches_and_regions(segment, fd, 0, size, size, max_batch_bytes=window_cap):
+            if isinstance(item, BadRegion):
+                d = _Damage(item.start, item.end, item.kind, item.message, item.error)
+                if not skip:
+                    raise _error(path, d)
+                loss.add_damaged(DamagedRange(path, d.start, d.end, f"{d.kind}: {d.message}"))
+                advance(d.end - d.start)
+                continue
+            batch, data = item
             try:
-                while True:
-                    try:
-                        batch = next(it)
-                    except StopIteration:
-                        break
-                    except KafkaToolError as e:
-                        if reader.stop is not WalkStop.ERROR:
-                            raise  # not the bytes: a read error
-                        framing = e
-                        break
-                    try:
-                        out = _convert(batch, reader.data, fd, path, converter, options, loss, cap)
-                    except _Damage as d:
-                        if not skip:
-                            raise _error(path, d) from None
-                        loss.add_damaged(DamagedRange(path, d.start, d.end, f"{d.kind}: {d.message}"))
-                        out = ()
-                    yield from out
-                    advance(batch.size)
-            finally:
-                reader.close()
-            pos = reader.position
-            if framing is None and reader.trailing_bytes == 0:
-                break
-            d = _bad_region(fd, path, pos, size, framing)
-            if not skip:
-                raise _error(path, d)
-            loss.add_damaged(DamagedRange(path, d.start, d.end, f"{d.kind}: {d.message}"))
-            advance(d.end - d.start)
-            pos = d.end
+                out = _convert(batch, data, fd, path, converter, options, loss, cap)
+            except _Damage as d:
+                if not skip:
+                    raise _error(path, d) from None
+                loss.add_damaged(DamagedRange(path, d.start, d.end, f"{d.kind}: {d.message}"))
+                out = ()
+            yield from out
+            advance(batch.size)
     finally:
         f.close()
     yield from converter.flush()
@@ -228,13 +210,6 @@ def _read_entry(fd: int, path: str, position: int, total: int) -> bytes:
         raise _Damage(position, position + total, "partial_batch",
                       f"a batch of {total} bytes starts at {position} but only {len(data)} bytes remain")
     return data
-
-
-def _bad_region(fd: int, path: str, pos: int, size: int, framing: KafkaToolError | None) -> _Damage:
-    """The damaged range where the walk stopped short of the end (at ``pos``), as verify reports
-    it (:func:`kafkatool.segment.resync.bad_region`, the rule both use)."""
-    region = bad_region(fd, path, pos, size, framing)
-    return _Damage(region.start, region.end, region.kind, region.message, framing)
 
 
 def _error(path: str, d: _Damage) -> KafkaToolError:

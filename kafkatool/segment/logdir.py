@@ -33,7 +33,7 @@ from kafkatool.record.batch import Batch, Record
 from kafkatool.record.layout import LOG_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkatool.segment import files as names
 from kafkatool.segment.files import FileKind, PartitionDir
-from kafkatool.segment.resync import resync
+from kafkatool.segment.resync import BadRegion, bad_region, resync
 from kafkatool.segment.walk import DEFAULT_MAX_BATCH_BYTES, SegmentWalker, WalkStop
 
 __all__ = [
@@ -488,6 +488,52 @@ class BatchReader(_Reader):
         self.stop = walker.stop
         self.trailing_bytes = walker.trailing_bytes
         f.close()
+
+
+def batches_and_regions(
+    segment: Segment, fd: int, start: int, end: int, size: int, *,
+    offset: int | None = None, timestamp: int | None = None, max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+) -> Iterator["tuple[Batch, memoryview | bytes | None] | BadRegion"]:
+    """Every batch starting in ``[start, end)`` of ``segment``'s ``.log`` (open as ``fd``, walked
+    to ``size`` at most) as ``(batch, data)`` (``data``: :attr:`BatchReader.data`, valid until
+    the next item), and between them each :class:`~kafkatool.segment.resync.BadRegion` the walk
+    cannot frame, reading on after it as ``kafkatool verify`` does: the one walk around damage
+    of every reader that goes on after it (``kafkatool convert --skip-damaged``, the Spark
+    source). ``start`` must be a batch start; a batch starting before ``end`` is read whole
+    even when it runs past ``end``. ``offset``/``timestamp`` seek as :meth:`Segment.batches`
+    does, at the start and after each region. An error that is not about the bytes (the file
+    cannot be read) is raised.
+    """
+    pos, walk_end = start, end
+    while pos < end:
+        reader = segment.batches(pos, walk_end, offset=offset, timestamp=timestamp, max_batch_bytes=max_batch_bytes)
+        framing: KafkaToolError | None = None
+        try:
+            it = iter(reader)
+            while True:
+                try:
+                    batch = next(it)
+                except StopIteration:
+                    break
+                except KafkaToolError as e:
+                    if reader.stop is not WalkStop.ERROR:
+                        raise  # not the bytes: a read error
+                    framing = e
+                    break
+                if batch.position >= end:
+                    return  # (a seek can land past the range)
+                yield batch, reader.data
+        finally:
+            reader.close()
+        pos = reader.position
+        if pos >= end:
+            return  # anything from ``end`` on is the next range's
+        if framing is None and walk_end < size:
+            walk_end = size  # a batch starting before ``end`` runs past it: it is this range's
+            continue
+        region = bad_region(fd, segment.log_path, pos, size, framing)
+        yield region
+        pos = region.end
 
 
 def open_log(path: str) -> BinaryIO:

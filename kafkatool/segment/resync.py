@@ -170,6 +170,8 @@ class BadRegion(NamedTuple):
     end: int
     kind: str
     message: str
+    error: KafkaToolError | None = None
+    """The walk's framing error that stopped it at ``start``, if it was one (None for a torn tail)."""
 
 
 def bad_region(fd: int, path: str, pos: int, size: int, error: KafkaToolError | None) -> BadRegion:
@@ -199,13 +201,13 @@ def bad_region(fd: int, path: str, pos: int, size: int, error: KafkaToolError | 
     # no batch starts inside it (a batch's size field, bytes 8-11, is never zero)
     zeros_end = zero_run_end(fd, pos, size)
     if zeros_end >= size:
-        return BadRegion(pos, size, "trailing_zeros", f"{size - pos} zero bytes after the last batch (preallocated or never written)")
+        return BadRegion(pos, size, "trailing_zeros", f"{size - pos} zero bytes after the last batch (preallocated or never written)", error)
     nxt = resync(path, max(pos + 1, zeros_end - MAGIC_OFFSET), size)
     if nxt is None:
         if size - pos <= HEADER_SIZE_UP_TO_MAGIC:
             kind = "trailing_bytes"
-        return BadRegion(pos, size, kind, message)
+        return BadRegion(pos, size, kind, message, error)
     if kind == "partial_batch":
         kind = "invalid_size"
         message = f"the size field at {pos} points past the end of the file, but a valid batch starts at {nxt}"
-    return BadRegion(pos, nxt, kind, f"{message}; {nxt - pos} unreadable bytes before the next valid batch at {nxt}")
+    return BadRegion(pos, nxt, kind, f"{message}; {nxt - pos} unreadable bytes before the next valid batch at {nxt}", error)

@@ -84,9 +84,8 @@ from kafkatool.record.layout import (
     V2_HEADER_SIZE,
 )
 from kafkatool.record.records import batch_record_chunks
-from kafkatool.segment.logdir import Segment, open_log
-from kafkatool.segment.resync import BadRegion, bad_region
-from kafkatool.segment.walk import WalkStop
+from kafkatool.segment.logdir import Segment, batches_and_regions, open_log
+from kafkatool.segment.resync import BadRegion
 from kafkatool.spark.schema import HEADERS_TYPE, TIMESTAMP_TYPE, arrow_schema
 from kafkatool.verify.deep import error_kind
 from kafkatool.verify.findings import Finding, FindingAdder, FindingKind
@@ -181,44 +180,21 @@ def _walk(sl: Any, opts: Any, path: str) -> Iterator[tuple]:
             seg = Segment(sl.base_offset, log)
         else:
             seg = Segment.at(log, base_offset=sl.base_offset)  # its indexes, for the seek
-        pos = sl.start
-        walk_end = end
-        while pos < end:
-            reader = seg.batches(pos, walk_end, offset=seek_offset, timestamp=seek_time)
-            framing: KafkaToolError | None = None
-            done = False
-            try:
-                it = iter(reader)
-                while True:
-                    try:
-                        batch = next(it)
-                    except StopIteration:
-                        break
-                    except KafkaToolError as e:
-                        if reader.stop is not WalkStop.ERROR:  # not the bytes: the file could not be read
-                            yield _UNREADABLE, e.message, None
-                            return
-                        framing = e
-                        break
-                    if batch.position >= end or (end_offset is not None and batch.magic >= 2
-                                                 and batch.offset >= end_offset):
-                        done = True  # the next slice's, or past the offsets asked for
-                        break
-                    yield _BATCH, batch, reader.data
-            finally:
-                reader.close()
-            if done:
-                return
-            pos = reader.position
-            if pos >= end:  # the slice is done (anything from its end on is the next slice's)
-                return
-            if framing is None and walk_end < size:
-                # a batch starting before the slice's end runs past it: it is this slice's
-                walk_end = size
-                continue
-            region = bad_region(fd, log, pos, size, framing)
-            yield _REGION, region, None
-            pos = region.end
+        walk = batches_and_regions(seg, fd, sl.start, end, size, offset=seek_offset, timestamp=seek_time)
+        try:
+            for item in walk:
+                if isinstance(item, BadRegion):
+                    yield _REGION, item, None
+                    continue
+                batch, data = item
+                if end_offset is not None and batch.magic >= 2 and batch.offset >= end_offset:
+                    return  # past the offsets asked for
+                yield _BATCH, batch, data
+        except KafkaToolError as e:  # not the bytes: the file could not be read
+            yield _UNREADABLE, e.message, None
+            return
+        finally:
+            walk.close()
     except OSError as e:
         yield _UNREADABLE, f"cannot read the file: {e.strerror or e}", None
     finally:
