@@ -1,0 +1,433 @@
+"""Generic reader and writer of Kafka's generated messages, driven by the schema tables.
+
+One codec for every internal-topic message (``kafkatool.record.schemas.MESSAGES``): the
+same rules as Kafka's ``MessageDataGenerator`` (internal-schemas.md §3-§4):
+
+* non-flexible versions: int16 string lengths, int32 bytes/array lengths, -1 = null;
+* flexible versions: compact lengths (uvarint(n+1), 0 = null) and a tagged-field section
+  at the end of every struct (read in any order, written in ascending tag order; unknown
+  tags are kept raw under ``"_unknownTaggedFields"`` as ``(tag, bytes)`` tuples and skipped
+  by size; a known tag outside its taggedVersions is an error);
+* the clamp rule: a version outside validVersions reads and writes like
+  ``min(max(v, lo), hi)`` (Kafka writes ShareUpdateValue v1 with the v0 layout).
+
+Decoded values are plain Python: int, float, bool, str, bytes, None, list, and dicts keyed
+by the schema's field names in schema order. Every field appears: a field absent at the
+version (or an absent tag) holds its default. A uuid is a str, as Kafka prints it
+(base64url without padding, 22 characters).
+
+Bad bytes raise :class:`~kafkatool.errors.InvalidRecordError` with the byte position
+(absolute in ``data``); a count or length larger than the remaining bytes is rejected
+before anything is allocated. Bad values given to :func:`encode` raise ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct as _struct
+from typing import Any
+
+from kafkatool.errors import InvalidRecordError
+from kafkatool.record.schemas import MESSAGES
+
+__all__ = ["decode", "encode", "clamp_version", "is_flexible", "default_value", "find",
+           "uuid_to_str", "uuid_from_str", "UNKNOWN_TAGS", "MESSAGES"]
+
+UNKNOWN_TAGS = "_unknownTaggedFields"
+
+# FIELD = (name, type, versions, nullable, tagged, tag, default, fields)
+_NAME, _TYPE, _VERSIONS, _NULLABLE, _TAGGED, _TAG, _DEFAULT, _FIELDS = range(8)
+
+_FIXED = {
+    "int8": _struct.Struct(">b"),
+    "int16": _struct.Struct(">h"),
+    "int32": _struct.Struct(">i"),
+    "int64": _struct.Struct(">q"),
+    "uint16": _struct.Struct(">H"),
+    "uint32": _struct.Struct(">I"),
+    "float64": _struct.Struct(">d"),
+}
+_INT16 = _FIXED["int16"]
+_INT32 = _FIXED["int32"]
+_ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+_PRIMITIVES = frozenset(["bool", "uuid", "string", "bytes", "records", *_FIXED])
+
+
+def _in(rng: tuple[int, int] | None, v: int) -> bool:
+    return rng is not None and rng[0] <= v <= rng[1]
+
+
+def clamp_version(name: str, version: int) -> int:
+    """The version the generated code effectively uses (internal-schemas.md §3)."""
+    lo, hi = MESSAGES[name]["validVersions"]
+    return min(max(version, lo), hi)
+
+
+def is_flexible(name: str, version: int) -> bool:
+    flex = MESSAGES[name]["flexibleFrom"]
+    return flex is not None and clamp_version(name, version) >= flex
+
+
+def find(category: str, number: int, *, value: bool | None = None) -> str | None:
+    """The message name of a category's number (apiKey, control type, or coordinator record
+    type; ``value`` picks the Key or Value message of a record type), or None."""
+    for name, m in MESSAGES.items():
+        if m["category"] != category:
+            continue
+        if m["apiKey"] == number or m["controlRecordType"] == number or (
+            m["recordTypes"] is not None and number in m["recordTypes"]
+        ):
+            if value is None or name.endswith("Value" if value else "Key"):
+                return name
+    return None
+
+
+def uuid_to_str(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def uuid_from_str(text: str) -> bytes:
+    raw = base64.urlsafe_b64decode(text + "==")
+    if len(raw) != 16:
+        raise ValueError(f"not a uuid: {text!r}")
+    return raw
+
+
+def _struct_fields(f: tuple, structs: dict) -> tuple:
+    if f[_FIELDS] is not None:
+        return f[_FIELDS]
+    return structs[f[_TYPE].removeprefix("[]")]
+
+
+def default_value(f: tuple, structs: dict) -> Any:
+    """A field's default (internal-schemas.md §4 "Defaults")."""
+    t = f[_TYPE]
+    d = f[_DEFAULT]
+    if d == "null":
+        return None
+    if t.startswith("[]"):
+        return []
+    if t in ("int8", "int16", "int32", "int64", "uint16", "uint32"):
+        if not d:
+            return 0
+        s = d.strip()
+        neg = s.startswith("-")
+        body = s[1:] if neg else s
+        n = int(body[2:], 16) if body.lower().startswith("0x") else int(body)
+        return -n if neg else n
+    if t == "float64":
+        return float(d) if d else 0.0
+    if t == "bool":
+        return d is not None and d.strip().lower() == "true"
+    if t == "string":
+        return d if d is not None else ""
+    if t in ("bytes", "records"):
+        return b""
+    if t == "uuid":
+        return _ZERO_UUID if not d else d
+    return {g[_NAME]: default_value(g, structs) for g in _struct_fields(f, structs)}
+
+
+# ---------------------------------------------------------------- reading
+
+
+class _Reader:
+    __slots__ = ("data", "pos", "end", "structs", "v")
+
+    def __init__(self, data: bytes, pos: int, structs: dict, v: int) -> None:
+        self.data = data
+        self.pos = pos
+        self.end = len(data)
+        self.structs = structs
+        self.v = v
+
+    def fail(self, message: str, *, at: int | None = None, expected: Any = None, found: Any = None):
+        raise InvalidRecordError(message, position=self.pos if at is None else at,
+                                 expected=expected, found=found)
+
+    def take(self, n: int, what: str) -> bytes:
+        if n > self.end - self.pos:
+            self.fail(f"{what}: not enough bytes", expected=f"{n} bytes",
+                      found=f"{self.end - self.pos} remaining")
+        start = self.pos
+        self.pos = start + n
+        return bytes(self.data[start:self.pos])
+
+    def fixed(self, t: str, what: str) -> Any:
+        s = _FIXED[t]
+        return s.unpack(self.take(s.size, what))[0]
+
+    def uvarint(self, what: str) -> int:
+        value = 0
+        shift = 0
+        start = self.pos
+        while True:
+            if self.pos >= self.end:
+                self.fail(f"{what}: truncated varint", at=start)
+            b = self.data[self.pos]
+            self.pos += 1
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                self.fail(f"{what}: varint is too long (more than 5 bytes)", at=start)
+
+    def length(self, flex: bool, wide: bool, what: str) -> int:
+        """A length or count: -1 for null."""
+        if flex:
+            return self.uvarint(what) - 1
+        n = (self.fixed("int32", what) if wide else self.fixed("int16", what))
+        return -1 if n < 0 else n
+
+    def struct(self, fields: tuple, flex: bool) -> dict:
+        v = self.v
+        out: dict = {}
+        tagged: dict[int, tuple] = {}
+        for f in fields:
+            if f[_TAG] is not None:
+                tagged[f[_TAG]] = f  # known tag, even outside its versions (then an error)
+            if not _in(f[_VERSIONS], v):
+                out[f[_NAME]] = default_value(f, self.structs)
+                continue
+            if f[_TAG] is not None:
+                if flex and _in(f[_TAGGED], v):
+                    out[f[_NAME]] = default_value(f, self.structs)
+                    continue
+            out[f[_NAME]] = self.value(f, flex, _in(f[_NULLABLE], v))
+        if flex:
+            self.tags(out, tagged)
+        return out
+
+    def tags(self, out: dict, tagged: dict[int, tuple]) -> None:
+        start = self.pos
+        count = self.uvarint("tagged field count")
+        if count > self.end - self.pos:
+            self.fail("tagged field count larger than the remaining bytes", at=start,
+                      expected=f"<= {self.end - self.pos}", found=count)
+        unknown = []
+        for _ in range(count):
+            tag = self.uvarint("tag")
+            size = self.uvarint(f"size of tag {tag}")
+            if size > self.end - self.pos:
+                self.fail(f"tag {tag}: size larger than the remaining bytes",
+                          expected=f"<= {self.end - self.pos}", found=size)
+            f = tagged.get(tag)
+            if f is None:
+                unknown.append((tag, self.take(size, f"tag {tag}")))
+                continue
+            if not _in(f[_TAGGED], self.v):
+                self.fail(f"Tag {tag} is not valid for version {self.v}")
+            outer_end = self.end
+            payload_start = self.pos
+            self.end = self.pos + size
+            try:
+                out[f[_NAME]] = self.value(f, True, _in(f[_NULLABLE], self.v), tagged=True)
+                if self.pos != self.end:
+                    self.fail(f"tag {tag} ({f[_NAME]}): payload is {size} bytes but its value "
+                              f"used {self.pos - payload_start}", at=payload_start)
+            finally:
+                self.end = outer_end
+        if unknown:
+            out[UNKNOWN_TAGS] = unknown
+
+    def value(self, f: tuple, flex: bool, nullable: bool, *, tagged: bool = False) -> Any:
+        t = f[_TYPE]
+        name = f[_NAME]
+        if t.startswith("[]"):
+            start = self.pos
+            n = self.length(flex, True, f"array {name}")
+            if n < 0:
+                if not nullable:
+                    self.fail(f"non-nullable field {name} was serialized as null", at=start)
+                return None
+            if n > self.end - self.pos:
+                self.fail(f"array {name}: count larger than the remaining bytes", at=start,
+                          expected=f"<= {self.end - self.pos}", found=n)
+            et = t[2:]
+            if et in _PRIMITIVES:
+                return [self.primitive(et, name, flex, False) for _ in range(n)]
+            sub = _struct_fields(f, self.structs)
+            return [self.struct(sub, flex) for _ in range(n)]
+        if t in _PRIMITIVES:
+            return self.primitive(t, name, flex, nullable)
+        sub = _struct_fields(f, self.structs)
+        if nullable:
+            if tagged:
+                marker = self.uvarint(f"null marker of {name}")
+                if marker == 0:
+                    return None
+            else:
+                if self.fixed("int8", f"null marker of {name}") < 0:
+                    return None
+        return self.struct(sub, flex)
+
+    def primitive(self, t: str, name: str, flex: bool, nullable: bool) -> Any:
+        if t in _FIXED:
+            return self.fixed(t, name)
+        if t == "bool":
+            return self.take(1, name)[0] != 0
+        if t == "uuid":
+            return uuid_to_str(self.take(16, name))
+        start = self.pos
+        if t == "string":
+            n = self.length(flex, False, f"string {name}")
+        else:  # bytes, records
+            n = self.length(flex, True, f"bytes {name}")
+        if n < 0:
+            if not nullable:
+                self.fail(f"non-nullable field {name} was serialized as null", at=start)
+            return None
+        if t == "string" and n > 0x7FFF:
+            self.fail(f"string field {name} had invalid length {n}", at=start)
+        raw = self.take(n, name)
+        if t == "string":
+            return raw.decode("utf-8", errors="replace")
+        return raw
+
+
+def decode(name: str, data: bytes, version: int, *, pos: int = 0) -> tuple[dict, int]:
+    """Read message ``name`` at ``version`` from ``data[pos:]``; return (value, end position).
+
+    Raises KeyError for an unknown message name, InvalidRecordError for bad bytes."""
+    m = MESSAGES[name]
+    v = clamp_version(name, version)
+    flex = m["flexibleFrom"] is not None and v >= m["flexibleFrom"]
+    r = _Reader(data, pos, m["structs"], v)
+    if pos < 0 or pos > len(data):
+        raise InvalidRecordError(f"{name}: start position outside the data", position=pos)
+    return r.struct(m["fields"], flex), r.pos
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _uvarint(n: int) -> bytes:
+    if n < 0 or n > 0xFFFFFFFF:
+        raise ValueError(f"uvarint out of range: {n}")
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+class _Writer:
+    __slots__ = ("structs", "v")
+
+    def __init__(self, structs: dict, v: int) -> None:
+        self.structs = structs
+        self.v = v
+
+    def length(self, out: bytearray, n: int, flex: bool, wide: bool) -> None:
+        if flex:
+            out += _uvarint(n + 1)
+        elif wide:
+            out += _INT32.pack(n)
+        else:
+            out += _INT16.pack(n)
+
+    def struct(self, out: bytearray, fields: tuple, value: dict, flex: bool) -> None:
+        v = self.v
+        tags: list[tuple[int, bytes]] = []
+        for f in fields:
+            if not _in(f[_VERSIONS], v):
+                continue
+            name = f[_NAME]
+            item = value[name] if name in value else default_value(f, self.structs)
+            nullable = _in(f[_NULLABLE], v)
+            if flex and _in(f[_TAGGED], v):
+                if item == default_value(f, self.structs) and (
+                    item is not None or f[_DEFAULT] == "null"
+                ):
+                    continue
+                payload = bytearray()
+                self.value(payload, f, item, True, nullable, tagged=True)
+                tags.append((f[_TAG], bytes(payload)))
+                continue
+            self.value(out, f, item, flex, nullable)
+        unknown = value.get(UNKNOWN_TAGS) or []
+        if not flex:
+            if unknown:
+                raise ValueError("tagged fields in a non-flexible version")
+            return
+        tags.extend((int(t), bytes(b)) for t, b in unknown)
+        tags.sort(key=lambda tb: tb[0])
+        out += _uvarint(len(tags))
+        for tag, payload in tags:
+            out += _uvarint(tag)
+            out += _uvarint(len(payload))
+            out += payload
+
+    def value(self, out: bytearray, f: tuple, item: Any, flex: bool, nullable: bool,
+              *, tagged: bool = False) -> None:
+        t = f[_TYPE]
+        name = f[_NAME]
+        if t.startswith("[]"):
+            if item is None:
+                if not nullable:
+                    raise ValueError(f"non-nullable field {name} is null")
+                self.length(out, -1, flex, True)
+                return
+            self.length(out, len(item), flex, True)
+            et = t[2:]
+            if et in _PRIMITIVES:
+                for x in item:
+                    self.primitive(out, et, name, x, flex, False)
+            else:
+                sub = _struct_fields(f, self.structs)
+                for x in item:
+                    self.struct(out, sub, x, flex)
+            return
+        if t in _PRIMITIVES:
+            self.primitive(out, t, name, item, flex, nullable)
+            return
+        sub = _struct_fields(f, self.structs)
+        if nullable:
+            if tagged:
+                out += b"\x00" if item is None else b"\x01"
+            else:
+                out += b"\xff" if item is None else b"\x01"
+            if item is None:
+                return
+        elif item is None:
+            raise ValueError(f"non-nullable field {name} is null")
+        self.struct(out, sub, item, flex)
+
+    def primitive(self, out: bytearray, t: str, name: str, item: Any, flex: bool,
+                  nullable: bool) -> None:
+        if t in _FIXED:
+            try:
+                out += _FIXED[t].pack(item)
+            except _struct.error as e:
+                raise ValueError(f"field {name}: {e}") from None
+            return
+        if t == "bool":
+            out += b"\x01" if item else b"\x00"
+            return
+        if t == "uuid":
+            out += uuid_from_str(item)
+            return
+        wide = t != "string"
+        if item is None:
+            if not nullable:
+                raise ValueError(f"non-nullable field {name} is null")
+            self.length(out, -1, flex, wide)
+            return
+        raw = item.encode("utf-8") if t == "string" else bytes(item)
+        if t == "string" and len(raw) > 0x7FFF:
+            raise ValueError(f"'{name}' field is too long to be serialized")
+        self.length(out, len(raw), flex, wide)
+        out += raw
+
+
+def encode(name: str, value: dict, version: int) -> bytes:
+    """Write message ``name`` at ``version``; a field missing from ``value`` is its default,
+    a field absent at the version is not written."""
+    m = MESSAGES[name]
+    v = clamp_version(name, version)
+    flex = m["flexibleFrom"] is not None and v >= m["flexibleFrom"]
+    out = bytearray()
+    _Writer(m["structs"], v).struct(out, m["fields"], value, flex)
+    return bytes(out)

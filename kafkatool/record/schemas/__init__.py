@@ -1,0 +1,9 @@
+"""Kafka internal-topic message schemas, as checked-in data (see tables.py).
+
+``MESSAGES`` maps a message name (as inside Kafka's JSON file, e.g. ``OffsetCommitKey``,
+``PartitionRecord``) to its table; the form is described in tools/gen_schema_tables.py.
+"""
+
+from kafkatool.record.schemas.tables import MESSAGES
+
+__all__ = ["MESSAGES"]

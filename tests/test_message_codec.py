@@ -1,0 +1,409 @@
+"""The schema tables (kafkatool.record.schemas) and the generic message codec (record.message).
+
+* the checked-in tables are what tools/gen_schema_tables.py makes of the reference JSON;
+* every message at every valid version round-trips a random value built from the tables;
+* hand-written byte vectors check the codec against something independent of it;
+* truncated and garbage bytes raise InvalidRecordError with a position, nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import REPO, SHARED
+from kafkatool.errors import InvalidRecordError
+from kafkatool.record import message
+from kafkatool.record.message import UNKNOWN_TAGS, decode, default_value, encode
+from kafkatool.record.schemas import MESSAGES
+
+SCHEMAS_JSON = SHARED / "spec" / "internal-schemas.json"
+TABLES_PY = REPO / "kafkatool" / "record" / "schemas" / "tables.py"
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("gen_schema_tables", REPO / "tools" / "gen_schema_tables.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _reference():
+    if not SCHEMAS_JSON.is_file():
+        pytest.skip("real fixture internal-schemas.json is missing")
+    return json.loads(SCHEMAS_JSON.read_text(encoding="utf-8"))
+
+
+# ------------------------------------------------------------ tables agree with the reference
+
+
+def test_tables_agree_with_reference():
+    doc = _reference()
+    gen = _generator()
+    assert gen.render(doc) == TABLES_PY.read_text(encoding="utf-8"), (
+        "tables.py is stale: run python tools/gen_schema_tables.py"
+    )
+    assert gen.convert(doc) == MESSAGES
+    assert len(MESSAGES) == 73
+
+
+def test_tables_structure():
+    for name, m in MESSAGES.items():
+        lo, hi = m["validVersions"]
+        assert 0 <= lo <= hi < 32767, name
+
+        def walk(fields):
+            for f in fields:
+                assert len(f) == 8
+                t = f[1].removeprefix("[]")
+                if t[:1].isupper():
+                    assert f[7] is not None or t in m["structs"], (name, f[0])
+                    walk(f[7] or m["structs"][t])
+
+        walk(m["fields"])
+
+
+def test_generator_parse_versions():
+    gen = _generator()
+    assert gen.parse_versions("3") == (3, 3)
+    assert gen.parse_versions(" 0-2 ") == (0, 2)
+    assert gen.parse_versions("1+") == (1, 32767)
+    assert gen.parse_versions("none") is None
+    assert gen.parse_versions("") is None
+    assert gen.parse_versions(None) is None
+
+
+# ------------------------------------------------------------ random values from the tables
+
+_INT_RANGES = {
+    "int8": (-(1 << 7), (1 << 7) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint16": (0, (1 << 16) - 1),
+    "uint32": (0, (1 << 32) - 1),
+}
+
+
+def _in(rng, v):
+    return rng is not None and rng[0] <= v <= rng[1]
+
+
+def _primitive(t):
+    if t in _INT_RANGES:
+        lo, hi = _INT_RANGES[t]
+        return st.one_of(st.integers(lo, hi), st.sampled_from([lo, hi, 0, -1 if lo < 0 else 1]))
+    if t == "float64":
+        return st.floats(allow_nan=False)
+    if t == "bool":
+        return st.booleans()
+    if t == "uuid":
+        return st.binary(min_size=16, max_size=16).map(lambda b: base64.urlsafe_b64encode(b).decode().rstrip("="))
+    if t == "string":
+        return st.text(max_size=8)
+    if t in ("bytes", "records"):
+        return st.binary(max_size=8)
+    raise AssertionError(t)
+
+
+def _is_primitive(t):
+    return t in _INT_RANGES or t in ("float64", "bool", "uuid", "string", "bytes", "records")
+
+
+def _field_value(f, structs, v, flex):
+    t = f[1]
+    if t.startswith("[]"):
+        et = t[2:]
+        if _is_primitive(et):
+            elem = _primitive(et)
+        else:
+            elem = _struct_value(f[7] or structs[et], structs, v, flex)
+        s = st.lists(elem, max_size=3)
+    elif _is_primitive(t):
+        s = _primitive(t)
+    else:
+        s = _struct_value(f[7] or structs[t], structs, v, flex)
+    if _in(f[3], v):
+        s = st.one_of(st.none(), s)
+    return s
+
+
+def _struct_value(fields, structs, v, flex):
+    parts = {}
+    for f in fields:
+        if _in(f[2], v):
+            parts[f[0]] = _field_value(f, structs, v, flex)
+        else:
+            parts[f[0]] = st.just(default_value(f, structs))
+    base = st.fixed_dictionaries(parts)
+    if not flex:
+        return base
+    known = {f[5] for f in fields if f[5] is not None}
+    unknown = st.lists(
+        st.tuples(st.integers(0, 40).filter(lambda t: t not in known), st.binary(max_size=4)),
+        max_size=2,
+        unique_by=lambda tb: tb[0],
+    ).map(lambda xs: sorted(xs, key=lambda tb: tb[0]))
+
+    def add(pair):
+        value, extra = pair
+        if extra:
+            value = dict(value)
+            value[UNKNOWN_TAGS] = extra
+        return value
+
+    return st.tuples(base, unknown).map(add)
+
+
+def _message_value(name, v):
+    m = MESSAGES[name]
+    v = message.clamp_version(name, v)
+    flex = m["flexibleFrom"] is not None and v >= m["flexibleFrom"]
+    return _struct_value(m["fields"], m["structs"], v, flex)
+
+
+CASES = [(name, v) for name, m in sorted(MESSAGES.items())
+         for v in range(m["validVersions"][0], m["validVersions"][1] + 1)]
+
+
+@pytest.mark.parametrize("name,version", CASES, ids=[f"{n}-v{v}" for n, v in CASES])
+def test_round_trip(name, version):
+    @settings(max_examples=25, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(_message_value(name, version))
+    def check(value):
+        data = encode(name, value, version)
+        back, end = decode(name, data, version)
+        assert end == len(data)
+        assert back == value
+        # at an offset inside larger data too
+        back2, end2 = decode(name, b"\x07\x07" + data + b"\x09", version, pos=2)
+        assert (back2, end2) == (value, len(data) + 2)
+        # the encoding is canonical
+        assert encode(name, back, version) == data
+
+    check()
+
+
+def test_every_message_has_a_round_trip_case():
+    assert {n for n, _ in CASES} == set(MESSAGES)
+
+
+# ------------------------------------------------------------ hand-written bytes
+
+
+def _s16(s: bytes) -> bytes:
+    return struct.pack(">h", len(s)) + s
+
+
+def test_offset_commit_key_v0_by_hand():
+    data = _s16(b"my-group") + _s16(b"orders") + struct.pack(">i", 7)
+    value, end = decode("OffsetCommitKey", data, 0)
+    assert value == {"group": "my-group", "topic": "orders", "partition": 7}
+    assert end == len(data)
+    assert encode("OffsetCommitKey", value, 1) == data  # v0 and v1 identical
+
+
+def test_offset_commit_value_v1_by_hand():
+    # offset int64, metadata string, commitTimestamp int64, expireTimestamp int64 (v1 only)
+    data = struct.pack(">q", 42) + _s16(b"meta") + struct.pack(">q", 1000) + struct.pack(">q", 2000)
+    value, end = decode("OffsetCommitValue", data, 1)
+    assert end == len(data)
+    assert value["offset"] == 42 and value["metadata"] == "meta"
+    assert value["commitTimestamp"] == 1000 and value["expireTimestamp"] == 2000
+    # v3 has the leader epoch instead, and no expire timestamp
+    v3 = struct.pack(">q", 42) + struct.pack(">i", 5) + _s16(b"") + struct.pack(">q", 1000)
+    value3, end3 = decode("OffsetCommitValue", v3, 3)
+    assert end3 == len(v3)
+    assert value3["leaderEpoch"] == 5 and value3["metadata"] == "" and value3["expireTimestamp"] == -1
+
+
+def test_flexible_tagged_string_by_hand():
+    # AbortTransactionRecord v0: only a tagged nullable string Reason (tag 0, default null)
+    assert encode("AbortTransactionRecord", {"Reason": None}, 0) == b"\x00"
+    assert encode("AbortTransactionRecord", {"Reason": "x"}, 0) == b"\x01\x00\x02\x02x"
+    assert decode("AbortTransactionRecord", b"\x00", 0) == ({"Reason": None}, 1)
+    assert decode("AbortTransactionRecord", b"\x01\x00\x02\x02x", 0) == ({"Reason": "x"}, 5)
+    # an unknown tag is kept raw and skipped by size
+    value, end = decode("AbortTransactionRecord", b"\x02\x00\x01\x00\x05\x02ab", 0)
+    assert end == 8
+    assert value == {"Reason": None, UNKNOWN_TAGS: [(5, b"ab")]}
+
+
+def test_tagged_fields_any_order_on_read_ascending_on_write():
+    fields = MESSAGES["TransactionLogValue"]["fields"]
+    tags = {f[5]: f[0] for f in fields if f[5] is not None}
+    assert len(tags) >= 2
+    base = {f[0]: default_value(f, {}) for f in fields}
+    base.update({tags[0]: 11, tags[1]: 22})
+    data = encode("TransactionLogValue", base, 1)
+    value, _ = decode("TransactionLogValue", data, 1)
+    assert value == base
+    # rebuild the trailing tagged section with the two tags swapped
+    sec0 = b"\x00\x08" + struct.pack(">q", 11)
+    sec1 = b"\x01\x08" + struct.pack(">q", 22)
+    idx = data.index(b"\x02" + sec0 + sec1)
+    swapped = data[:idx] + b"\x02" + sec1 + sec0 + data[idx + 1 + len(sec0) + len(sec1):]
+    assert decode("TransactionLogValue", swapped, 1)[0] == base
+
+
+def test_nullable_tagged_struct_null_written_explicitly():
+    # ClassicMemberMetadata: tagged nullable struct, default an empty struct (not null)
+    name = "ConsumerGroupMemberMetadataValue"
+    fields = MESSAGES[name]["fields"]
+    base = {f[0]: default_value(f, {}) for f in fields}
+    base.update(InstanceId=None, RackId=None, SubscribedTopicRegex=None, ServerAssignor=None)
+    plain = encode(name, base, 0)
+    assert plain.endswith(b"\x00")  # default struct: tag omitted
+    null = encode(name, dict(base, ClassicMemberMetadata=None), 0)
+    assert null == plain[:-1] + b"\x01\x00\x01\x00"
+    assert decode(name, null, 0)[0]["ClassicMemberMetadata"] is None
+    assert decode(name, plain, 0)[0]["ClassicMemberMetadata"] == {"SessionTimeoutMs": 0, "SupportedProtocols": []}
+
+
+def test_clamp_rule_share_update_value():
+    name = "ShareUpdateValue"
+    assert MESSAGES[name]["validVersions"] == (0, 0)
+    fields = MESSAGES[name]["fields"]
+    base = {f[0]: default_value(f, {}) for f in fields}
+    data = encode(name, base, 0)
+    assert encode(name, base, 1) == data
+    assert decode(name, data, 1) == decode(name, data, 0)
+
+
+def test_uuid_is_base64url_without_padding():
+    raw = bytes(range(250, 256)) + bytes(10)
+    m = MESSAGES["AccessControlEntryRecord"]
+    value = {f[0]: default_value(f, m["structs"]) for f in m["fields"]}
+    data = encode("AccessControlEntryRecord", value, 0)
+    assert data[:16] == bytes(16)
+    got, _ = decode("AccessControlEntryRecord", raw + data[16:], 0)
+    assert got["Id"] == base64.urlsafe_b64encode(raw).decode().rstrip("=") == "-vv8_f7_AAAAAAAAAAAAAA"
+    assert value["Id"] == "AAAAAAAAAAAAAAAAAAAAAA"
+    assert encode("AccessControlEntryRecord", got, 0)[:16] == raw
+
+
+def test_known_tag_outside_tagged_versions_is_an_error():
+    # find a message with a tagged field whose taggedVersions start after the flexible start
+    for name, m in sorted(MESSAGES.items()):
+        flex = m["flexibleFrom"]
+        if flex is None:
+            continue
+        for f in m["fields"]:
+            if f[4] is not None and f[4][0] > max(flex, m["validVersions"][0]):
+                v = max(flex, m["validVersions"][0])
+                value = {g[0]: default_value(g, m["structs"]) for g in m["fields"]}
+                data = encode(name, value, v)
+                assert data.endswith(b"\x00")
+                bad = data[:-1] + b"\x01" + bytes([f[5]]) + b"\x00"
+                with pytest.raises(InvalidRecordError, match=f"Tag {f[5]} is not valid for version {v}"):
+                    decode(name, bad, v)
+                return
+    pytest.skip("no schema has a tag that starts after its flexible versions")
+
+
+# ------------------------------------------------------------ hostile bytes
+
+
+@pytest.mark.parametrize("name,version", CASES, ids=[f"{n}-v{v}" for n, v in CASES])
+def test_truncations_raise_invalid_record(name, version):
+    @settings(max_examples=10, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(_message_value(name, version))
+    def check(value):
+        data = encode(name, value, version)
+        for cut in range(len(data)):
+            with pytest.raises(InvalidRecordError) as info:
+                decode(name, data[:cut], version)
+            assert info.value.position is not None
+            assert 0 <= info.value.position <= cut
+
+    check()
+
+
+@settings(max_examples=400)
+@given(st.sampled_from(CASES), st.binary(max_size=64))
+def test_garbage_raises_only_invalid_record(case, data):
+    name, version = case
+    try:
+        value, end = decode(name, data, version)
+    except InvalidRecordError as e:
+        assert e.position is not None
+    else:
+        assert 0 <= end <= len(data)
+        assert isinstance(value, dict)
+
+
+def test_hostile_counts_rejected_before_allocation():
+    # OffsetCommitKey v0 with a huge string length; GroupMetadataValue's members array count
+    with pytest.raises(InvalidRecordError, match="not enough bytes"):
+        decode("OffsetCommitKey", b"\x7f\xff" + b"a" * 10, 0)
+    # a flexible array with count 2**32-2 and nothing after it
+    name = "ConsumerGroupCurrentMemberAssignmentValue"
+    m = MESSAGES[name]
+    v = m["validVersions"][0]
+    value = {f[0]: default_value(f, m["structs"]) for f in m["fields"]}
+    data = encode(name, value, v)
+    # keep the fixed-size fields before the first array, then a 5-byte varint count
+    first_array = next(i for i, f in enumerate(m["fields"]) if f[1].startswith("[]"))
+    fixed = 0
+    for f in m["fields"][:first_array]:
+        fixed += {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uuid": 16, "bool": 1}[f[1]]
+    hostile = data[:fixed] + b"\xff\xff\xff\xff\x0f"
+    with pytest.raises(InvalidRecordError, match="count larger than the remaining bytes") as info:
+        decode(name, hostile, v)
+    assert info.value.position == fixed
+    # a non-flexible int32 array count
+    name = "ConsumerProtocolAssignment"
+    data = encode(name, {}, 0)
+    assert data[:4] == b"\x00\x00\x00\x00"
+    with pytest.raises(InvalidRecordError, match="count larger than the remaining bytes"):
+        decode(name, b"\x7f\xff\xff\xff" + data[4:], 0)
+
+
+def test_varint_too_long():
+    with pytest.raises(InvalidRecordError, match="too long"):
+        decode("AbortTransactionRecord", b"\xff\xff\xff\xff\xff\x01", 0)
+
+
+def test_non_nullable_null_is_an_error():
+    with pytest.raises(InvalidRecordError, match="non-nullable field group was serialized as null") as info:
+        decode("OffsetCommitKey", b"\xff\xff", 0)
+    assert info.value.position == 0
+
+
+def test_encode_rejects_bad_values():
+    with pytest.raises(ValueError):
+        encode("OffsetCommitKey", {"group": None, "topic": "t", "partition": 0}, 0)
+    with pytest.raises(ValueError):
+        encode("OffsetCommitKey", {"group": "g", "topic": "t", "partition": 1 << 40}, 0)
+
+
+def test_find():
+    assert message.find("metadata", 3) == "PartitionRecord"
+    assert message.find("group-coordinator", 1, value=True) == "OffsetCommitValue"
+    assert message.find("group-coordinator", 2, value=False) == "GroupMetadataKey"
+    assert message.find("kraft-control", 3) == "SnapshotHeaderRecord"
+    assert message.find("metadata", 6) is None
+
+
+def test_tags_written_in_ascending_order_partition_change():
+    # PartitionChangeRecord lists Directories (tag 8) before tags 6 and 7
+    value = {"PartitionId": 1, "TopicId": "AAAAAAAAAAAAAAAAAAAAAA", "Isr": None, "Leader": -2,
+             "Replicas": None, "RemovingReplicas": None, "AddingReplicas": None,
+             "LeaderRecoveryState": -1, "Directories": ["AAAAAAAAAAAAAAAAAAAAAA"],
+             "EligibleLeaderReplicas": [3], "LastKnownElr": [4]}
+    data = encode("PartitionChangeRecord", value, 2)
+    tags = (b"\x03"  # count
+            + b"\x06\x05" + b"\x02" + struct.pack(">i", 3)
+            + b"\x07\x05" + b"\x02" + struct.pack(">i", 4)
+            + b"\x08\x11" + b"\x02" + bytes(16))
+    assert data == struct.pack(">i", 1) + bytes(16) + tags
+    assert decode("PartitionChangeRecord", data, 2) == (value, len(data))
+    # at v1 tags 6 and 7 are not valid
+    with pytest.raises(InvalidRecordError, match="Tag 6 is not valid for version 1"):
+        decode("PartitionChangeRecord", data, 1)
