@@ -407,3 +407,122 @@ def test_tags_written_in_ascending_order_partition_change():
     # at v1 tags 6 and 7 are not valid
     with pytest.raises(InvalidRecordError, match="Tag 6 is not valid for version 1"):
         decode("PartitionChangeRecord", data, 1)
+
+
+# ------------------------------------------------------------ JSON in Kafka's JsonConverter shape
+
+
+def test_to_json_keys_and_tagged_omission():
+    value = {"PartitionId": 1, "TopicId": "AAAAAAAAAAAAAAAAAAAAAA", "Isr": [1, 2], "Leader": -2,
+             "Replicas": None, "RemovingReplicas": None, "AddingReplicas": None,
+             "LeaderRecoveryState": -1, "Directories": None, "EligibleLeaderReplicas": [],
+             "LastKnownElr": None}
+    tree = message.to_json("PartitionChangeRecord", value, 2)
+    # tagged: Isr shown (not null), Leader default -2 hidden, ELR [] shown (default null)
+    assert json.dumps(tree, separators=(",", ":")) == (
+        '{"partitionId":1,"topicId":"AAAAAAAAAAAAAAAAAAAAAA","isr":[1,2],"eligibleLeaderReplicas":[]}'
+    )
+    # v0: fields absent at the version are omitted
+    assert "eligibleLeaderReplicas" not in message.to_json("PartitionChangeRecord", value, 0)
+    assert message.json_key("KRaftVersionFeature") == "kRaftVersionFeature"
+    assert message.json_key("group") == "group"
+
+
+def test_to_json_bytes_are_padded_standard_base64():
+    m = MESSAGES["GroupMetadataValue"]
+    v = m["validVersions"][1]
+    member = {f[0]: default_value(f, m["structs"]) for f in m["fields"] if f[0] == "members"}
+    assert member == {"members": []}
+    value = {f[0]: default_value(f, m["structs"]) for f in m["fields"]}
+    data = encode("GroupMetadataValue", value, v)
+    back, _ = decode("GroupMetadataValue", data, v)
+    tree = message.to_json("GroupMetadataValue", back, v)
+    assert list(tree)[:2] == ["protocolType", "generation"]
+    ses = ("x", "bytes", (0, 0), None, None, None, None, None)
+    assert message._json_value(ses, b"\xfb\xff", {}, 0) == "+/8="
+
+
+# ------------------------------------------------------------ the real broker-written files
+
+
+def _uvarint_at(b: bytes, p: int) -> tuple[int, int]:
+    v = shift = 0
+    while True:
+        x = b[p]
+        p += 1
+        v |= (x & 0x7F) << shift
+        if not x & 0x80:
+            return v, p
+        shift += 7
+
+
+def _decode_whole(name, data, version, pos):
+    value, end = decode(name, data, version, pos=pos)
+    assert end == len(data), (name, version, end, len(data))
+    return value
+
+
+def _offsets_record(key: bytes | None, value: bytes | None) -> int:
+    if key is None:
+        return 0
+    kv = struct.unpack_from(">h", key)[0]
+    _decode_whole(message.find("group-coordinator", kv, value=False), key, kv, 2)
+    if value is None:
+        return 1
+    vv = struct.unpack_from(">h", value)[0]
+    vname = message.find("group-coordinator", kv, value=True)
+    val = _decode_whole(vname, value, vv, 2)
+    n = 2
+    if vname == "GroupMetadataValue" and val["protocolType"] == "consumer":
+        for member in val["members"]:
+            for field, name in (("subscription", "ConsumerProtocolSubscription"),
+                                ("assignment", "ConsumerProtocolAssignment")):
+                raw = member[field]
+                if raw:
+                    _decode_whole(name, raw, struct.unpack_from(">h", raw)[0], 2)
+                    n += 1
+    return n
+
+
+def _metadata_record(key: bytes | None, value: bytes, control: bool) -> int:
+    if control:  # key: int16 version, int16 type; the body has no version prefix (read at v0)
+        name = message.find("kraft-control", struct.unpack_from(">h", key, 2)[0])
+        assert name is not None
+        _decode_whole(name, value, 0, 0)
+        return 1
+    _frame, p = _uvarint_at(value, 0)
+    api_key, p = _uvarint_at(value, p)
+    version, p = _uvarint_at(value, p)
+    name = message.find("metadata", api_key)
+    assert name is not None, api_key
+    _decode_whole(name, value, version, p)
+    return 1
+
+
+def test_real_internal_topics_decode_to_the_last_byte(real):
+    """Every __consumer_offsets record (keys, values, embedded consumer-protocol payloads) and
+    every __cluster_metadata record (logs, .checkpoint snapshots, bootstrap.checkpoint) of the
+    real fixtures decodes with no error and no byte left over."""
+    from kafkatool import Segment
+    from kafkatool.record.records import batch_record_chunks
+
+    counts = {"offsets": 0, "metadata": 0}
+    for path in sorted(real.rglob("*")):
+        if not path.is_file():
+            continue
+        if "__consumer_offsets" in str(path) and path.suffix == ".log":
+            kind = "offsets"
+        elif ("__cluster_metadata" in str(path) and path.suffix in (".log", ".checkpoint")) \
+                or path.name == "bootstrap.checkpoint":
+            kind = "metadata"
+        else:
+            continue
+        reader = Segment.at(path, 0 if path.suffix == ".checkpoint" else None).batches()
+        for batch in reader:
+            for chunk in batch_record_chunks(batch, reader.data):
+                for r in chunk:
+                    if kind == "offsets":
+                        counts[kind] += _offsets_record(r.key, r.value)
+                    else:
+                        counts[kind] += _metadata_record(r.key, r.value, batch.is_control)
+    assert counts["offsets"] > 1000 and counts["metadata"] > 1000, counts

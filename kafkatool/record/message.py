@@ -31,7 +31,7 @@ from kafkatool.errors import InvalidRecordError
 from kafkatool.record.schemas import MESSAGES
 
 __all__ = ["decode", "encode", "clamp_version", "is_flexible", "default_value", "find",
-           "uuid_to_str", "uuid_from_str", "UNKNOWN_TAGS", "MESSAGES"]
+           "uuid_to_str", "uuid_from_str", "to_json", "json_key", "UNKNOWN_TAGS", "MESSAGES"]
 
 UNKNOWN_TAGS = "_unknownTaggedFields"
 
@@ -431,3 +431,62 @@ def encode(name: str, value: dict, version: int) -> bytes:
     out = bytearray()
     _Writer(m["structs"], v).struct(out, m["fields"], value, flex)
     return bytes(out)
+
+
+# ---------------------------------------------------------------- JSON (Kafka's JsonConverter)
+
+
+def json_key(field_name: str) -> str:
+    """Kafka's ``lowerCaseFirst``: only the first letter lower-cased."""
+    return field_name[:1].lower() + field_name[1:]
+
+
+def _json_shown(f: tuple, item: Any, structs: dict) -> bool:
+    """Whether JsonConverter writes a tagged field (internal-schemas.md §5)."""
+    if f[_DEFAULT] == "null":
+        return item is not None
+    t = f[_TYPE]
+    if t.startswith("[]") or t in ("bytes", "records"):
+        return item is None or len(item) > 0
+    return item != default_value(f, structs)
+
+
+def _json_value(f: tuple, item: Any, structs: dict, v: int) -> Any:
+    if item is None:
+        return None
+    t = f[_TYPE]
+    if t.startswith("[]"):
+        et = t[2:]
+        if et in _PRIMITIVES:
+            if et in ("bytes", "records"):
+                return [base64.b64encode(x).decode("ascii") for x in item]
+            return list(item)
+        sub = _struct_fields(f, structs)
+        return [_json_struct(sub, x, structs, v) for x in item]
+    if t in ("bytes", "records"):
+        return base64.b64encode(item).decode("ascii")  # Jackson: standard alphabet, padded
+    if t in _PRIMITIVES:
+        return item
+    return _json_struct(_struct_fields(f, structs), item, structs, v)
+
+
+def _json_struct(fields: tuple, value: dict, structs: dict, v: int) -> dict:
+    out: dict = {}
+    for f in fields:
+        if not _in(f[_VERSIONS], v):
+            continue
+        item = value[f[_NAME]] if f[_NAME] in value else default_value(f, structs)
+        if _in(f[_TAGGED], v) and not _json_shown(f, item, structs):
+            continue
+        out[json_key(f[_NAME])] = _json_value(f, item, structs, v)
+    return out
+
+
+def to_json(name: str, value: dict, version: int) -> dict:
+    """The JSON tree Kafka's generated ``<Name>JsonConverter.write(value, version)`` makes
+    (internal-schemas.md §5): keys lowerCaseFirst in schema order, fields absent at the
+    version omitted, tagged fields only when not their default, bytes as padded standard
+    base64, uuids as base64url; unknown tagged fields are not printed. Serialise with
+    ``json.dumps(tree, separators=(",", ":"), ensure_ascii=False)``."""
+    m = MESSAGES[name]
+    return _json_struct(m["fields"], value, m["structs"], clamp_version(name, version))
