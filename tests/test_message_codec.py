@@ -526,3 +526,22 @@ def test_real_internal_topics_decode_to_the_last_byte(real):
                     else:
                         counts[kind] += _metadata_record(r.key, r.value, batch.is_control)
     assert counts["offsets"] > 1000 and counts["metadata"] > 1000, counts
+
+
+def test_real_producer_snapshots_decode(real):
+    """Every producer-state .snapshot file reads as ProducerSnapshot (int16 version prefix),
+    its Crc the CRC-32C of bytes [6, EOF), its entries those of segment.snapshot's reader."""
+    from kafkatool.record.crc import crc32c
+    from kafkatool.segment.snapshot import decode_producer_snapshot
+
+    files = sorted(real.rglob("*.snapshot"))
+    assert files
+    for path in files:
+        data = path.read_bytes()
+        value = _decode_whole("ProducerSnapshot", data, struct.unpack_from(">h", data)[0], 2)
+        assert value["Crc"] == crc32c(data[6:]), path
+        other = decode_producer_snapshot(data)
+        assert [tuple(e.values()) for e in value["ProducerEntries"]] == [
+            (e.producer_id, e.epoch, e.last_sequence, e.last_offset, e.offset_delta, e.timestamp,
+             e.coordinator_epoch, e.current_txn_first_offset) for e in other.entries
+        ], path
