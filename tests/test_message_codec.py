@@ -545,3 +545,39 @@ def test_real_producer_snapshots_decode(real):
             (e.producer_id, e.epoch, e.last_sequence, e.last_offset, e.offset_delta, e.timestamp,
              e.coordinator_epoch, e.current_txn_first_offset) for e in other.entries
         ], path
+
+
+def test_hostile_tagged_sections():
+    name = "AbortTransactionRecord"
+    # a tagged-field count larger than the bytes left
+    with pytest.raises(InvalidRecordError, match="tagged field count larger") as info:
+        decode(name, b"\x7f\x00", 0)
+    assert info.value.position == 0
+    # a tag whose size runs past the end
+    with pytest.raises(InvalidRecordError, match="tag 9: size larger than the remaining bytes"):
+        decode(name, b"\x01\x09\x7f\x00", 0)
+    # a known tag whose payload is shorter than its declared size
+    with pytest.raises(InvalidRecordError, match="payload is 3 bytes but its value used 2"):
+        decode(name, b"\x01\x00\x03\x02xy", 0)
+    # a known tag whose value runs past its declared size
+    with pytest.raises(InvalidRecordError, match="not enough bytes"):
+        decode(name, b"\x01\x00\x02\x05xyzw", 0)
+
+
+@pytest.mark.parametrize("name,version", CASES, ids=[f"{n}-v{v}" for n, v in CASES])
+def test_one_byte_corruptions_raise_only_invalid_record(name, version):
+    @settings(max_examples=5, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(_message_value(name, version), st.integers(0, 1 << 16), st.integers(0, 255))
+    def check(value, where, byte):
+        data = bytearray(encode(name, value, version))
+        if not data:
+            return
+        data[where % len(data)] = byte
+        try:
+            back, end = decode(name, bytes(data), version)
+        except InvalidRecordError as e:
+            assert e.position is not None and 0 <= e.position <= len(data)
+        else:
+            assert 0 <= end <= len(data) and isinstance(back, dict)
+
+    check()
