@@ -581,3 +581,30 @@ def test_one_byte_corruptions_raise_only_invalid_record(name, version):
             assert 0 <= end <= len(data) and isinstance(back, dict)
 
     check()
+
+
+def test_spec_16_9_golden_payloads():
+    """kafka-reference.md §16.9: the bytes and kafka-dump-log's JSON of two records."""
+    compact = json.dumps
+    # FeatureLevelRecord v0 after the uvarint frame/apiKey/version prefix 01 0c 00
+    value = bytes.fromhex("010c00" "11" + b"metadata.version".hex() + "0015" "00")
+    assert len(value) == 23
+    rec, end = decode("FeatureLevelRecord", value, 0, pos=3)
+    assert end == 23
+    assert compact(message.to_json("FeatureLevelRecord", rec, 0), separators=(",", ":")) == (
+        '{"name":"metadata.version","featureLevel":21}'
+    )
+    assert encode("FeatureLevelRecord", rec, 0) == value[3:]
+    # OffsetCommit key (type 1) and value v3
+    key = bytes.fromhex("0001" "0002" "6731" "0002" "7431" "00000000")
+    val = bytes.fromhex("0003" "000000000000002a" "00000005" "0000" "0000018bcfe56800")
+    k, kend = decode("OffsetCommitKey", key, 1, pos=2)
+    v, vend = decode("OffsetCommitValue", val, 3, pos=2)
+    assert (kend, vend) == (14, 24)
+    assert compact(message.to_json("OffsetCommitKey", k, 1), separators=(",", ":")) == (
+        '{"group":"g1","topic":"t1","partition":0}'
+    )
+    assert compact(message.to_json("OffsetCommitValue", v, 3), separators=(",", ":")) == (
+        '{"offset":42,"leaderEpoch":5,"metadata":"","commitTimestamp":1700000000000}'
+    )
+    assert encode("OffsetCommitKey", k, 1) == key[2:] and encode("OffsetCommitValue", v, 3) == val[2:]
