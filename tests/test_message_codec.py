@@ -608,3 +608,25 @@ def test_spec_16_9_golden_payloads():
         '{"offset":42,"leaderEpoch":5,"metadata":"","commitTimestamp":1700000000000}'
     )
     assert encode("OffsetCommitKey", k, 1) == key[2:] and encode("OffsetCommitValue", v, 3) == val[2:]
+
+
+def test_kafka_cause_texts():
+    def cause(name, data, version=0):
+        with pytest.raises(InvalidRecordError) as info:
+            decode(name, data, version)
+        return info.value.kafka_cause
+
+    # compact string length 0x20000000 - 1: the string length check comes first
+    assert cause("ConsumerGroupMemberMetadataValue", b"\x80\x80\x80\x80\x02x") == (
+        "string field InstanceId had invalid length 536870911"
+    )
+    assert cause("OffsetCommitKey", b"\x00\x05ab") == "Error reading byte array of 5 byte(s): only 2 byte(s) available"
+    assert cause("OffsetCommitKey", b"\xff\xff") == "non-nullable field group was serialized as null"
+    assert cause("OffsetCommitKey", b"\x00\x01g\x00\x01t\x00") is None  # BufferUnderflowException
+    assert cause("ConsumerProtocolAssignment", b"\x00\x00\x00\x09") == (
+        "Tried to allocate a collection of size 9, but there are only 0 bytes remaining."
+    )
+    assert cause("AbortTransactionRecord", b"\xff\xff\xff\xff\xff\x01") == (
+        "Varint is too long, the most significant bit in the 5th byte is set, converted value: ffffffff"
+    )
+    assert cause("PartitionChangeRecord", bytes(20) + b"\x01\x06\x01\x00", 1) == "Tag 6 is not valid for version 1"

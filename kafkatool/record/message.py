@@ -18,7 +18,10 @@ version (or an absent tag) holds its default. A uuid is a str, as Kafka prints i
 
 Bad bytes raise :class:`~kafkatool.errors.InvalidRecordError` with the byte position
 (absolute in ``data``); a count or length larger than the remaining bytes is rejected
-before anything is allocated. Bad values given to :func:`encode` raise ``ValueError``.
+before anything is allocated. The error's ``kafka_cause`` attribute is the message Kafka's
+generated reader gives for the same failure (what kafka-dump-log prints after "due to: "),
+or None where Kafka throws a message-less java.nio.BufferUnderflowException (a fixed-width
+read or a varint past the end). Bad values given to :func:`encode` raise ``ValueError``.
 """
 
 from __future__ import annotations
@@ -141,14 +144,20 @@ class _Reader:
         self.structs = structs
         self.v = v
 
-    def fail(self, message: str, *, at: int | None = None, expected: Any = None, found: Any = None):
-        raise InvalidRecordError(message, position=self.pos if at is None else at,
+    def fail(self, message: str, *, at: int | None = None, expected: Any = None, found: Any = None,
+             kafka: str | None = None):
+        err = InvalidRecordError(message, position=self.pos if at is None else at,
                                  expected=expected, found=found)
+        err.kafka_cause = kafka  # type: ignore[attr-defined]
+        raise err
 
-    def take(self, n: int, what: str) -> bytes:
+    def take(self, n: int, what: str, *, array: bool = False) -> bytes:
         if n > self.end - self.pos:
+            remaining = self.end - self.pos
             self.fail(f"{what}: not enough bytes", expected=f"{n} bytes",
-                      found=f"{self.end - self.pos} remaining")
+                      found=f"{remaining} remaining",
+                      kafka=f"Error reading byte array of {n} byte(s): only {remaining} byte(s) available"
+                      if array else None)
         start = self.pos
         self.pos = start + n
         return bytes(self.data[start:self.pos])
@@ -171,7 +180,9 @@ class _Reader:
                 return value
             shift += 7
             if shift > 28:
-                self.fail(f"{what}: varint is too long (more than 5 bytes)", at=start)
+                self.fail(f"{what}: varint is too long (more than 5 bytes)", at=start,
+                          kafka="Varint is too long, the most significant bit in the 5th byte is set, "
+                          f"converted value: {value & 0xFFFFFFFF:x}")
 
     def length(self, flex: bool, wide: bool, what: str) -> int:
         """A length or count: -1 for null."""
@@ -211,13 +222,16 @@ class _Reader:
             size = self.uvarint(f"size of tag {tag}")
             if size > self.end - self.pos:
                 self.fail(f"tag {tag}: size larger than the remaining bytes",
-                          expected=f"<= {self.end - self.pos}", found=size)
+                          expected=f"<= {self.end - self.pos}", found=size,
+                          kafka=f"Error reading byte array of {size} byte(s): only "
+                          f"{self.end - self.pos} byte(s) available")
             f = tagged.get(tag)
             if f is None:
-                unknown.append((tag, self.take(size, f"tag {tag}")))
+                unknown.append((tag, self.take(size, f"tag {tag}", array=True)))
                 continue
             if not _in(f[_TAGGED], self.v):
-                self.fail(f"Tag {tag} is not valid for version {self.v}")
+                self.fail(f"Tag {tag} is not valid for version {self.v}",
+                          kafka=f"Tag {tag} is not valid for version {self.v}")
             outer_end = self.end
             payload_start = self.pos
             self.end = self.pos + size
@@ -239,11 +253,14 @@ class _Reader:
             n = self.length(flex, True, f"array {name}")
             if n < 0:
                 if not nullable:
-                    self.fail(f"non-nullable field {name} was serialized as null", at=start)
+                    self.fail(f"non-nullable field {name} was serialized as null", at=start,
+                              kafka=f"non-nullable field {name} was serialized as null")
                 return None
             if n > self.end - self.pos:
                 self.fail(f"array {name}: count larger than the remaining bytes", at=start,
-                          expected=f"<= {self.end - self.pos}", found=n)
+                          expected=f"<= {self.end - self.pos}", found=n,
+                          kafka=f"Tried to allocate a collection of size {n}, but there are only "
+                          f"{self.end - self.pos} bytes remaining.")
             et = t[2:]
             if et in _PRIMITIVES:
                 return [self.primitive(et, name, flex, False) for _ in range(n)]
@@ -276,11 +293,13 @@ class _Reader:
             n = self.length(flex, True, f"bytes {name}")
         if n < 0:
             if not nullable:
-                self.fail(f"non-nullable field {name} was serialized as null", at=start)
+                self.fail(f"non-nullable field {name} was serialized as null", at=start,
+                          kafka=f"non-nullable field {name} was serialized as null")
             return None
         if t == "string" and n > 0x7FFF:
-            self.fail(f"string field {name} had invalid length {n}", at=start)
-        raw = self.take(n, name)
+            self.fail(f"string field {name} had invalid length {n}", at=start,
+                      kafka=f"string field {name} had invalid length {n}")
+        raw = self.take(n, name, array=True)
         if t == "string":
             return raw.decode("utf-8", errors="replace")
         return raw
