@@ -134,6 +134,12 @@ def default_value(f: tuple, structs: dict) -> Any:
 # ---------------------------------------------------------------- reading
 
 
+_MUTABLE = object()  # a plan's default that must be made afresh (a list or dict)
+_PLANS: dict[tuple[int, int, bool], tuple[tuple, dict[int, tuple]]] = {}
+"""struct() plans by (id of a field tuple of MESSAGES, version, flexible): the tables live as
+long as the module, so the ids stay valid."""
+
+
 class _Reader:
     __slots__ = ("data", "pos", "end", "structs", "v")
 
@@ -164,7 +170,11 @@ class _Reader:
 
     def fixed(self, t: str, what: str) -> Any:
         s = _FIXED[t]
-        return s.unpack(self.take(s.size, what))[0]
+        p = self.pos
+        if s.size > self.end - p:
+            self.take(s.size, what)  # raises
+        self.pos = p + s.size
+        return s.unpack_from(self.data, p)[0]
 
     def uvarint(self, what: str) -> int:
         value = 0
@@ -191,21 +201,38 @@ class _Reader:
         n = (self.fixed("int32", what) if wide else self.fixed("int16", what))
         return -1 if n < 0 else n
 
-    def struct(self, fields: tuple, flex: bool) -> dict:
+    def plan(self, fields: tuple, flex: bool) -> tuple[tuple, dict[int, tuple]]:
+        """What struct() does per field at this version: (name, field, nullable, read, default),
+        default _MUTABLE when it must be made afresh; and the struct's known tags."""
         v = self.v
-        out: dict = {}
+        steps = []
         tagged: dict[int, tuple] = {}
         for f in fields:
             if f[_TAG] is not None:
                 tagged[f[_TAG]] = f  # known tag, even outside its versions (then an error)
-            if not _in(f[_VERSIONS], v):
-                out[f[_NAME]] = default_value(f, self.structs)
-                continue
-            if f[_TAG] is not None:
-                if flex and _in(f[_TAGGED], v):
-                    out[f[_NAME]] = default_value(f, self.structs)
-                    continue
-            out[f[_NAME]] = self.value(f, flex, _in(f[_NULLABLE], v))
+            read = _in(f[_VERSIONS], v) and not (f[_TAG] is not None and flex and _in(f[_TAGGED], v))
+            default = None
+            if not read:
+                default = default_value(f, self.structs)
+                if isinstance(default, (list, dict)):
+                    default = _MUTABLE
+            steps.append((f[_NAME], f, _in(f[_NULLABLE], v), read, default))
+        return tuple(steps), tagged
+
+    def struct(self, fields: tuple, flex: bool) -> dict:
+        key = (id(fields), self.v, flex)
+        plan = _PLANS.get(key)
+        if plan is None:
+            plan = _PLANS[key] = self.plan(fields, flex)
+        steps, tagged = plan
+        out: dict = {}
+        for name, f, nullable, read, default in steps:
+            if read:
+                out[name] = self.value(f, flex, nullable)
+            elif default is _MUTABLE:
+                out[name] = default_value(f, self.structs)
+            else:
+                out[name] = default
         if flex:
             self.tags(out, tagged)
         return out
