@@ -1,6 +1,6 @@
 """The schema tables (kafkatool.record.schemas) and the generic message codec (record.message).
 
-* the checked-in tables are what tools/gen_schema_tables.py makes of the reference JSON;
+* the checked-in tables are what kafkatool/record/schemas/generate.py makes of the reference JSON;
 * every message at every valid version round-trips a random value built from the tables;
 * hand-written byte vectors check the codec against something independent of it;
 * truncated and garbage bytes raise InvalidRecordError with a position, nothing else.
@@ -28,7 +28,7 @@ TABLES_PY = REPO / "kafkatool" / "record" / "schemas" / "tables.py"
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_schema_tables", REPO / "tools" / "gen_schema_tables.py")
+    spec = importlib.util.spec_from_file_location("gen_schema_tables", REPO / "kafkatool" / "record" / "schemas" / "generate.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -47,7 +47,7 @@ def test_tables_agree_with_reference():
     doc = _reference()
     gen = _generator()
     assert gen.render(doc) == TABLES_PY.read_text(encoding="utf-8"), (
-        "tables.py is stale: run python tools/gen_schema_tables.py"
+        "tables.py is stale: run python -m kafkatool.record.schemas.generate"
     )
     assert gen.convert(doc) == MESSAGES
     assert len(MESSAGES) == 73
