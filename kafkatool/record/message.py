@@ -32,6 +32,7 @@ from typing import Any
 
 from kafkatool.errors import InvalidRecordError
 from kafkatool.record.schemas import MESSAGES
+from kafkatool.record.varint import encode_uvarint
 
 __all__ = ["decode", "encode", "clamp_version", "is_flexible", "default_value", "find",
            "uuid_to_str", "uuid_from_str", "to_json", "json_key", "UNKNOWN_TAGS", "MESSAGES"]
@@ -272,6 +273,13 @@ class _Reader:
         if unknown:
             out[UNKNOWN_TAGS] = unknown
 
+    def null(self, name: str, nullable: bool, start: int) -> None:
+        """A null read at ``start`` for field ``name``: None, or Kafka's error where it may not be null."""
+        if not nullable:
+            self.fail(f"non-nullable field {name} was serialized as null", at=start,
+                      kafka=f"non-nullable field {name} was serialized as null")
+        return None
+
     def value(self, f: tuple, flex: bool, nullable: bool, *, tagged: bool = False) -> Any:
         t = f[_TYPE]
         name = f[_NAME]
@@ -279,10 +287,7 @@ class _Reader:
             start = self.pos
             n = self.length(flex, True, f"array {name}")
             if n < 0:
-                if not nullable:
-                    self.fail(f"non-nullable field {name} was serialized as null", at=start,
-                              kafka=f"non-nullable field {name} was serialized as null")
-                return None
+                return self.null(name, nullable, start)
             if n > self.end - self.pos:
                 self.fail(f"array {name}: count larger than the remaining bytes", at=start,
                           expected=f"<= {self.end - self.pos}", found=n,
@@ -319,10 +324,7 @@ class _Reader:
         else:  # bytes, records
             n = self.length(flex, True, f"bytes {name}")
         if n < 0:
-            if not nullable:
-                self.fail(f"non-nullable field {name} was serialized as null", at=start,
-                          kafka=f"non-nullable field {name} was serialized as null")
-            return None
+            return self.null(name, nullable, start)
         if t == "string" and n > 0x7FFF:
             self.fail(f"string field {name} had invalid length {n}", at=start,
                       kafka=f"string field {name} had invalid length {n}")
@@ -349,14 +351,10 @@ def decode(name: str, data: bytes, version: int, *, pos: int = 0) -> tuple[dict,
 
 
 def _uvarint(n: int) -> bytes:
-    if n < 0 or n > 0xFFFFFFFF:
+    """Kafka's unsigned varint, at most 32 bits (what its readers accept)."""
+    if n > 0xFFFFFFFF:
         raise ValueError(f"uvarint out of range: {n}")
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return encode_uvarint(n)  # (raises ValueError for a negative n)
 
 
 class _Writer:

@@ -63,13 +63,9 @@ def read(task: Any, opts: Any, index: int = 0) -> Iterator[pa.RecordBatch]:
 def text(path: str | None) -> str | None:
     """``path`` as a valid Arrow string: a name that is not UTF-8 (held by Python as surrogate
     escapes) gets U+FFFD for each bad byte, as the records kind's ``error`` text does."""
-    if path is None:
-        return None
-    try:
-        path.encode("utf-8")
-        return path
-    except UnicodeEncodeError:
-        return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    from kafkatool.spark.rows import display_path  # (rows imports numpy: only when a task runs)
+
+    return None if path is None else display_path(path)
 
 
 # ----------------------------------------------------------------------------- records, batches
