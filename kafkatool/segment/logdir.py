@@ -684,7 +684,7 @@ def _open_index(path: str | None) -> mmap.mmap | None:
         os.close(fd)
 
 
-def _batch_at(path: str, position: int) -> Batch | None:
+def batch_at(path: str, position: int) -> Batch | None:
     """The whole entry starting at ``position`` if one does, its CRC holding; else None.
 
     Reads that entry only (its size field first), whatever the walk's window.
@@ -717,7 +717,7 @@ def _index_lookup(seg: Segment, offset: int, floor: int = 0) -> int | None:
         entry_offset, position = lookup_offset(IndexEntries(mm, OFFSET_ENTRY, OffsetIndexEntry), seg.base_offset, offset)
     if position <= floor:
         return None
-    batch = _batch_at(seg.log_path, position)
+    batch = batch_at(seg.log_path, position)
     if batch is None:
         return None
     first = batch.offset if batch.magic >= 2 else batch.last_offset
@@ -805,7 +805,7 @@ def _split_points(seg: Segment, size: int, wanted: list[int]) -> list[int]:
         walk = _HeaderWalk(f.fileno(), size)
         for want in wanted:
             i = bisect.bisect_right(positions, want) - 1
-            if i >= 0 and pos < positions[i] < size and _batch_at(seg.log_path, positions[i]) is not None:
+            if i >= 0 and pos < positions[i] < size and batch_at(seg.log_path, positions[i]) is not None:
                 pos = positions[i]
             found = walk.first_start(pos, want)
             if found is None:
@@ -833,7 +833,7 @@ def _candidate_points(seg: Segment, size: int, wanted: list[int]) -> list[int]:
                 if cuts:
                     want = max(want, cuts[-1] + 1)
                 known = 0 if mm is None else _index_floor(mm, want)
-                if not 0 < known < size or want - known > _NEAR or _batch_at(seg.log_path, known) is None:
+                if not 0 < known < size or want - known > _NEAR or batch_at(seg.log_path, known) is None:
                     known = 0  # the start of the file is the known batch start
                 found = walk.first_start(known, want) if want - known <= _NEAR else None
                 if found is None:

@@ -35,10 +35,8 @@ from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Mapping, Sequence
 
 from kafkatool.errors import KafkaToolError
-from kafkatool.record.layout import LOG_OVERHEAD, RECORD_OVERHEAD_V0
 from kafkatool.segment import files as names
-from kafkatool.segment.logdir import DirectoryError, EntryType, Partition, Segment, segments_of
-from kafkatool.segment.walk import SegmentWalker
+from kafkatool.segment.logdir import DirectoryError, EntryType, Partition, Segment, batch_at, segments_of
 
 __all__ = [
     "KINDS",
@@ -652,43 +650,13 @@ def _split(seg: Segment, whole: SegmentSlice, limit: int) -> list[SegmentSlice]:
         ranges = seg.split(n, exact=True)
     except (KafkaToolError, OSError, ValueError, struct.error):
         return [whole]
-    cuts = [start for start, _end in ranges[1:] if 0 < start < size and _whole_batch_at(seg.log_path, start)]
+    cuts = [start for start, _end in ranges[1:] if 0 < start < size and batch_at(seg.log_path, start) is not None]
     bounds = [0, *cuts]
     out = []
     for i, start in enumerate(bounds):
         end = bounds[i + 1] if i + 1 < len(bounds) else None
         out.append(replace(whole, start=start, end=end, bytes=(end if end is not None else size) - start))
     return out
-
-
-_CHECK_LIMIT = 64 << 20
-
-
-def _whole_batch_at(path: str, position: int) -> bool:
-    """Whether a whole entry with a valid CRC starts at ``position`` (that entry read alone).
-
-    ``split(exact=True)`` found the cut by a header walk (size fields only); this makes sure
-    that garbage with plausible size fields did not lead it astray."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
-        try:
-            head = os.pread(fd, LOG_OVERHEAD, position)
-            if len(head) < LOG_OVERHEAD:
-                return False
-            (length,) = struct.unpack_from(">i", head, 8)
-            if length < RECORD_OVERHEAD_V0 or length > _CHECK_LIMIT:
-                return False
-            data = os.pread(fd, LOG_OVERHEAD + length, position)
-        finally:
-            os.close(fd)
-        if len(data) < LOG_OVERHEAD + length:
-            return False
-        walker = SegmentWalker(data, path=path)
-        for batch, _data in walker:
-            return bool(batch.crc_valid) and batch.size == LOG_OVERHEAD + length
-        return False
-    except (OSError, KafkaToolError, ValueError, struct.error):
-        return False
 
 
 def _pack(slices: Sequence[SegmentSlice], limit: int) -> list[ReadTask]:
