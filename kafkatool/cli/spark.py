@@ -182,16 +182,12 @@ def _refuse_unsafe_output(out: str, paths: tuple[str, ...], mode: str, remote: s
     if remote is not None or ("://" in out and not out.startswith("file:")):
         return mode  # hdfs://, s3a://, a Connect server's: Spark's own checks ("error": Connect knows no "errorifexists")
     local = out[len("file:"):] if out.startswith("file:") else out
-    target = os.path.realpath(local)
+    inputs = []
     for one in paths:  # as expanded (commas, globs): every existing input
         if os.path.exists(one):
             source = os.path.realpath(one)
-            source_dir = source if os.path.isdir(source) else os.path.dirname(source)
-            if target == source_dir or target.startswith(source_dir.rstrip(os.sep) + os.sep):
-                raise _Fail(f"--to {out}: the output is inside the input {one}: refusing to write into a log dir")
-            if mode == "overwrite" and (source == target or source.startswith(target.rstrip(os.sep) + os.sep)):
-                raise _Fail(f"--to {out} --mode overwrite: the input {one} is inside the output, which overwrite "
-                            "would delete")
+            inputs.append((one, source, source if os.path.isdir(source) else os.path.dirname(source)))
+    _refuse_nesting(out, os.path.realpath(local), inputs, mode)
     if not os.path.lexists(local):
         return "errorifexists"
     if not os.path.isdir(local):
@@ -215,15 +211,22 @@ def _refuse_unsafe_output(out: str, paths: tuple[str, ...], mode: str, remote: s
 
 def _refuse_by_name(out: str, paths: tuple[str, ...], mode: str) -> None:
     """The input/output nesting checks on the names alone (paths this machine does not see)."""
-    target = os.path.normpath(out)
-    for p in paths:
-        for one in p.split(","):
-            source = os.path.normpath(one)
-            if target == source or target.startswith(source.rstrip(os.sep) + os.sep):
-                raise _Fail(f"--to {out}: the output is inside the input {one}: refusing to write into a log dir")
-            if mode == "overwrite" and source.startswith(target.rstrip(os.sep) + os.sep):
-                raise _Fail(f"--to {out} --mode overwrite: the input {one} is inside the output, which overwrite "
-                            "would delete")
+    inputs = [(one, os.path.normpath(one), os.path.normpath(one)) for p in paths for one in p.split(",")]
+    _refuse_nesting(out, os.path.normpath(out), inputs, mode)
+
+
+def _refuse_nesting(out: str, target: str, inputs: list[tuple[str, str, str]], mode: str) -> None:
+    """Refuse an output ``target`` inside an input's directory, and with overwrite an input inside
+    ``target``; ``inputs`` are ``(as given, path, its directory)``, resolved alike with ``target``."""
+    def inside(path: str, parent: str) -> bool:
+        return path == parent or path.startswith(parent.rstrip(os.sep) + os.sep)
+
+    for one, source, source_dir in inputs:
+        if inside(target, source_dir):
+            raise _Fail(f"--to {out}: the output is inside the input {one}: refusing to write into a log dir")
+        if mode == "overwrite" and inside(source, target):
+            raise _Fail(f"--to {out} --mode overwrite: the input {one} is inside the output, which overwrite "
+                        "would delete")
 
 
 @spark.command(context_settings={"max_content_width": 100},
