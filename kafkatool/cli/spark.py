@@ -408,25 +408,9 @@ def _findings_rows(session, paths, deep: bool) -> Iterator[Any]:
 def _findings(rows: Iterable[Any]) -> Iterator[Any]:
     """:class:`~kafkatool.verify.Finding` and :class:`~kafkatool.verify.FileSummary` items from
     ``findings`` rows, in their order."""
-    from kafkatool.verify import FileSummary, Finding, FindingKind
+    from kafkatool.spark.tasks import finding_of_row
 
-    for r in rows:
-        if r["type"] == "summary":
-            yield FileSummary(r["file"], r["fileKind"], r["bytes"], r["batches"], r["findings"], r["state"])
-        else:
-            yield Finding(r["file"], r["position"], r["length"], FindingKind(r["kind"]), r["message"], r["batchIndex"],
-                          r["firstOffset"], r["lastOffset"], _json_value(r["expected"]), _json_value(r["found"]),
-                          r["batchesAfter"])
-
-
-def _json_value(text: str | None) -> Any:
-    """``expected``/``found`` back from their JSON text (a list as the tuple verify holds)."""
-    if text is None:
-        return None
-    import json
-
-    value = json.loads(text)
-    return tuple(value) if isinstance(value, list) else value
+    return (finding_of_row(r) for r in rows)
 
 
 # --------------------------------------------------------------------------- stats
