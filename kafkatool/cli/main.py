@@ -40,10 +40,13 @@ class BrokenPipe(BaseException):
 COMMANDS: dict[str, str] = {
     "convert": "kafkatool.cli.convert:convert",
     "dump": "kafkatool.cli.dump:dump",
+    "groups": "kafkatool.cli.groups:groups",
+    "metadata": "kafkatool.cli.metadata:metadata",
     "reindex": "kafkatool.cli.reindex:reindex",
     "restore": "kafkatool.cli.restore:restore",
     "spark": "kafkatool.cli.spark:spark",
     "stats": "kafkatool.cli.stats:stats",
+    "transactions": "kafkatool.cli.transactions:transactions",
     "truncate": "kafkatool.cli.truncate:truncate",
     "verify": "kafkatool.cli.verify:verify",
 }
