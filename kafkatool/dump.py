@@ -15,7 +15,7 @@ import re
 import stat
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterator, NamedTuple
 
 from kafkatool.errors import InvalidRecordError, KafkaToolError
 from kafkatool.record.batch import Batch, Record
@@ -36,7 +36,7 @@ from kafkatool.segment import txnindex as txn
 from kafkatool.segment.logdir import Target, descend_partition_named, expand
 from kafkatool.segment.walk import SegmentWalker, WalkStop
 
-__all__ = ["DumpOptions", "header_base_offset", "iter_dump", "normalize_display_path"]
+__all__ = ["BatchText", "DumpOptions", "Rendered", "header_base_offset", "iter_dump", "normalize_display_path"]
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 DEFAULT_MAX_BYTES = INT32_MAX
@@ -58,6 +58,8 @@ class DumpOptions:
     start_time: int | None = None
     end_time: int | None = None
     max_decompressed: int = DEFAULT_MAX_DECOMPRESSED
+    decoder: str | None = None
+    """An internal-topic decoder (a key of ``kafkatool.record.topics.NAMES``), or None."""
 
 
 # --------------------------------------------------------------------------- items
@@ -96,6 +98,24 @@ def header_base_offset(batch: Batch) -> int | None:
     """A batch's first offset when its header says it: v2, or an uncompressed legacy message;
     None for a legacy wrapper (its first inner offset is known once decompressed, §5.2)."""
     return batch.offset if batch.magic >= 2 or not batch.attributes & CODEC_MASK else None
+
+
+class Rendered(NamedTuple):
+    """Consecutive batches of one file already rendered by the renderer's ``batch_text``
+    (see :func:`iter_dump`): their text, and the file position after the last of them."""
+
+    path: str
+    texts: list[str]
+    end: int
+
+
+BatchText = Callable[[Batch, memoryview, bool], "tuple[str, int, int] | None"]
+"""A renderer's whole text of one batch under a deep dump: ``(text, first_offset,
+last_offset)``, or None for a batch it leaves to the model items."""
+
+#: Rendered texts are yielded every this many batches, or this many characters.
+_RENDERED_BATCHES = 64
+_RENDERED_CHARS = 1 << 20
 
 
 class Batches(NamedTuple):
@@ -292,6 +312,7 @@ def read_regular(path: str, why: str = "") -> bytes:
 @dataclass
 class _RunState:
     opts: DumpOptions
+    batch_text: BatchText | None = None
     index_mismatches: list[IndexMismatches] = field(default_factory=list)
     ts_mismatch: list[TimeIndexProblems] = field(default_factory=list)
     ts_out_of_order: list[TimeIndexProblems] = field(default_factory=list)
@@ -376,9 +397,18 @@ def _log_dirs_under(p: str) -> list[str]:
     ]
 
 
-def iter_dump(targets: list[str | FileError], opts: DumpOptions) -> Iterator[object]:
-    """Dump every target of :func:`expand_paths` in order, then yield the end-of-run summaries (spec §15.9)."""
-    state = _RunState(opts)
+def iter_dump(
+    targets: list[str | FileError], opts: DumpOptions, batch_text: BatchText | None = None
+) -> Iterator[object]:
+    """Dump every target of :func:`expand_paths` in order, then yield the end-of-run summaries (spec §15.9).
+
+    ``batch_text`` (the text renderer's compiled formatter, passed in so that this layer
+    does not depend on the renderer) is offered each batch of a deep dump that is not
+    filtered: when it returns ``(text, first, last)`` the batch goes out in a
+    :class:`Rendered` item instead of a :class:`BatchItem`, and only ``first``/``last``
+    enter the non-consecutive check; when it returns None the batch takes the usual path.
+    """
+    state = _RunState(opts, batch_text)
     for path in targets:
         if type(path) is FileError:
             state.errors += 1
@@ -583,6 +613,10 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
     prev: int | None = None
     max_dec = opts.max_decompressed
     walker = SegmentWalker(log_file, start=start, end=min(size, opts.max_bytes), path=display)
+    # the renderer's whole-batch text, for batches that need nothing from the model (the
+    # fast path of a deep dump: no Record, no BatchItem)
+    fast = state.batch_text if deep and not filtering and opts.decoder is None else None
+    print_data = opts.print_data
     with log_file, walker:
         if not deep and not filtering:
             # The batch-lines-only fast path: batches go out in chunks, so that the
@@ -604,8 +638,35 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
             # one-record batches does not pay a generator hop and a write per batch.
             pending: list[BatchItem] = []
             pending_records = 0
+            texts: list[str] = []  # rendered batches (fast), never pending at the same time as BatchItems
+            text_chars = 0
+            text_batch: Batch | None = None  # the last batch in texts
             passed_end = False  # a legacy entry at or past --end-offset was seen: the next one is after it
             for batch, data in walker:
+                if fast is not None:
+                    rendered = fast(batch, data, print_data) if data is not None else None
+                    if rendered is not None:
+                        if pending:
+                            yield BatchItems(display, pending)
+                            pending = []
+                            pending_records = 0
+                        text, first, last = rendered
+                        if prev is not None and first != prev + 1:
+                            pairs.append((prev, first))
+                            gaps += 1
+                        prev = last
+                        texts.append(text)
+                        text_chars += len(text)
+                        text_batch = batch
+                        if len(texts) >= _RENDERED_BATCHES or text_chars >= _RENDERED_CHARS:
+                            yield Rendered(display, texts, text_batch.end)
+                            texts = []
+                            text_chars = 0
+                        continue
+                    if texts:
+                        yield Rendered(display, texts, text_batch.end)
+                        texts = []
+                        text_chars = 0
                 attrs = batch.attributes
                 if attrs & CODEC_MASK > _LAST_CODEC:
                     yield from _flush(pending)
@@ -707,6 +768,8 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                         yield BatchItems(display, pending)
                         pending = []
                         pending_records = 0
+            if texts:
+                yield Rendered(display, texts, text_batch.end)
             yield from _flush(pending)
     if walker.stop is WalkStop.ERROR:
         assert walker.error is not None

@@ -232,7 +232,8 @@ def dump(
     drain = getattr(renderer, "drain", None)  # a table's rows that must reach stdout before a diagnostic
     write_out = out.write
     try:
-        for item in iter_dump(targets, opts):
+        batch_text = renderer.batch_text if fmt == "text" else None  # type: ignore[union-attr]
+        for item in iter_dump(targets, opts, batch_text):
             if type(item) is FileError:
                 files_failed += 1
                 out.flush()
@@ -271,9 +272,9 @@ class _Progress:
         from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
 
-        from kafkatool.dump import BatchItems, Batches, FileHeader, normalize_display_path
+        from kafkatool.dump import BatchItems, Batches, FileHeader, Rendered, normalize_display_path
 
-        self._types = (Batches, BatchItems, FileHeader)
+        self._types = (Batches, BatchItems, FileHeader, Rendered)
         sizes: dict[str, int] = {}
         for t in targets:
             if type(t) is file_error_type or not str(t).endswith((".log", ".checkpoint")):
@@ -296,9 +297,11 @@ class _Progress:
         self._bar.start()
 
     def advance(self, item) -> None:
-        Batches, BatchItems, FileHeader = self._types
+        Batches, BatchItems, FileHeader, Rendered = self._types
         t = type(item)
-        if t is Batches:
+        if t is Rendered:
+            end = item.end
+        elif t is Batches:
             end = item.batches[-1].end if item.batches else 0
         elif t is BatchItems:
             end = item.items[-1].batch.end if item.items else 0

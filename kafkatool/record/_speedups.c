@@ -686,6 +686,414 @@ decode_records_part(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return result;
 }
 
+/* ==================================================================== dump text
+ *
+ * format_v2_text(batch, data, print_data) is kafka-dump-log's text of one batch under
+ * `kafkatool dump --deep-iteration` (kafkatool/render/text.py: batch_line() and the
+ * record lines of _fast_v2_lines() with the string decoders, spec §15.3), built in one
+ * buffer: the batch line and one "| offset: ..." line per record, each newline-terminated.
+ * `batch` is the walker's Batch tuple, `data` the whole entry (log overhead included).
+ *
+ * Returns (text, first_offset, last_offset), or None for anything it does not handle, and
+ * the caller then takes the Python path, which prints exactly what it prints today (errors
+ * included): a legacy, compressed or control batch, a record count of 0 or above
+ * FMT_MAX_RECORDS (v2.CHUNK_RECORDS: larger batches go out in chunks), any record that
+ * decode() rejects (the same loop, READ_VARINT and slow_varint: what it accepts is what
+ * decode_records accepts), bytes left after the last record, offsets that are not
+ * consecutive inside the batch (the Python path records the gap), a value that overflows
+ * int64 (Python prints the big int), a header field that is not an int, and text longer
+ * than FMT_MAX_TEXT (memory per call stays bounded). Keys, payloads and header keys that
+ * are not ASCII are decoded as bytes.decode("utf-8", "replace") does (CPython's own
+ * decoder, not a copy) and appended as UTF-8.
+ */
+
+#define FMT_MAX_RECORDS 2048          /* v2.CHUNK_RECORDS */
+#define FMT_MAX_TEXT (8 << 20)        /* bytes of text per call */
+
+struct tbuf {
+    char *p;
+    Py_ssize_t n, cap;
+    int ascii; /* nothing but ASCII written so far */
+};
+
+/* Room for `extra` more bytes: 0, -1 with MemoryError, or 1 when FMT_MAX_TEXT would be passed. */
+static int
+tbuf_grow(struct tbuf *t, Py_ssize_t extra)
+{
+    Py_ssize_t need = t->n + extra, cap = t->cap ? t->cap : 4096;
+    char *q;
+    if (extra > FMT_MAX_TEXT || need > FMT_MAX_TEXT)
+        return 1;
+    while (cap < need)
+        cap *= 2;
+    if (cap > FMT_MAX_TEXT)
+        cap = FMT_MAX_TEXT;
+    q = PyMem_Realloc(t->p, cap);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    t->p = q;
+    t->cap = cap;
+    return 0;
+}
+
+#define TROOM(t, extra) ((t)->n + (Py_ssize_t)(extra) <= (t)->cap ? 0 : tbuf_grow((t), (extra)))
+
+static inline void
+tput(struct tbuf *t, const char *s, Py_ssize_t n)
+{
+    memcpy(t->p + t->n, s, n);
+    t->n += n;
+}
+
+#define TLIT(t, lit) tput((t), (lit), (Py_ssize_t)sizeof(lit) - 1)
+
+/* Decimal int64 (at most 20 characters; room checked by the caller). */
+static inline void
+tput_i64(struct tbuf *t, int64_t v)
+{
+    char tmp[24];
+    int k = 24;
+    uint64_t u = v < 0 ? UINT64_C(0) - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[--k] = (char)('0' + (int)(u % 10));
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        tmp[--k] = '-';
+    tput(t, tmp + k, 24 - k);
+}
+
+static inline int
+fmt_all_ascii(const uint8_t *s, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    uint64_t acc = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        acc |= w;
+    }
+    for (; i < n; i++)
+        acc |= s[i];
+    return !(acc & UINT64_C(0x8080808080808080));
+}
+
+/* bytes(s[:n]).decode("utf-8", "replace"), appended as UTF-8: 0, -1 (exception set), 1 (too long). */
+static int
+tput_text(struct tbuf *t, const uint8_t *s, Py_ssize_t n)
+{
+    PyObject *u;
+    const char *e;
+    Py_ssize_t m;
+    int r;
+    if (fmt_all_ascii(s, n)) {
+        if ((r = TROOM(t, n)) != 0)
+            return r;
+        tput(t, (const char *)s, n);
+        return 0;
+    }
+    u = PyUnicode_DecodeUTF8((const char *)s, n, "replace");
+    if (u == NULL)
+        return -1;
+    e = PyUnicode_AsUTF8AndSize(u, &m);
+    if (e == NULL) {
+        Py_DECREF(u);
+        return -1;
+    }
+    if ((r = TROOM(t, m)) == 0) {
+        tput(t, e, m);
+        t->ascii = 0;
+    }
+    Py_DECREF(u);
+    return r;
+}
+
+/* Kafka's DefaultRecordBatch.incrementSequence (batch.increment_sequence): wraps past Int.MAX. */
+static inline int64_t
+fmt_sequence(int64_t bseq, int64_t delta)
+{
+    if (bseq == -1)
+        return -1;
+    if (bseq > INT64_C(2147483647) - delta)
+        return delta - (INT64_C(2147483647) - bseq) - 1;
+    return bseq + delta;
+}
+
+static const char *const fmt_bool[2] = {"false", "true"};
+
+PyDoc_STRVAR(format_v2_text_doc,
+"format_v2_text(batch, data, print_data, /)\n--\n\n"
+"kafka-dump-log's text of one uncompressed v2 data batch under a deep dump: its batch\n"
+"line and one line per record, with keys and payloads when ``print_data`` (the string\n"
+"decoder). Returns ``(text, first_offset, last_offset)``, or None for anything it does\n"
+"not handle (legacy, compressed, control or empty batches, more than 2048 records, any\n"
+"record decode_records rejects, offsets not consecutive inside the batch, values past\n"
+"int64, more than 8 MiB of text): the caller then takes the Python path.");
+
+static PyObject *
+format_v2_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    PyObject *bt, *res = NULL;
+    int64_t f[15];
+    int print_data, lat, r;
+    Py_ssize_t k, i, end, buflen, ko = 0, vo = 0;
+    int64_t base, lod, bts, mts, bseq, count, last, prev = 0, first = 0;
+    const uint8_t *buf;
+    struct tbuf t = {NULL, 0, 0, 1};
+    Py_buffer view;
+    (void)module;
+
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "format_v2_text() takes 3 positional arguments but %zd were given", nargs);
+        return NULL;
+    }
+    bt = args[0];
+    if (!PyTuple_Check(bt) || PyTuple_GET_SIZE(bt) != 15) {
+        PyErr_SetString(PyExc_TypeError, "format_v2_text: batch must be a Batch (a tuple of 15 fields)");
+        return NULL;
+    }
+    if ((print_data = PyObject_IsTrue(args[2])) < 0)
+        return NULL;
+    for (k = 0; k < 15; k++) {
+        PyObject *o = PyTuple_GET_ITEM(bt, k);
+        int overflow = 0;
+        if (!PyLong_Check(o))
+            Py_RETURN_NONE; /* e.g. a legacy batch's count None */
+        f[k] = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow)
+            Py_RETURN_NONE;
+        if (f[k] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    /* position, size, offset, magic, crc, attributes, last_offset_delta, base_timestamp,
+     * max_timestamp, producer_id, producer_epoch, base_sequence, count, ple, computed_crc */
+    base = f[2];
+    lod = f[6];
+    bts = f[7];
+    mts = f[8];
+    bseq = f[11];
+    count = f[12];
+    /* codec, control: the Python path; magic above 2 too (its lines are not Kafka's v2 ones) */
+    if (f[3] != 2 || (f[5] & 0x27) || count <= 0 || count > FMT_MAX_RECORDS || f[1] < 61)
+        Py_RETURN_NONE;
+    if (bseq < INT32_MIN || bseq > INT32_MAX || lod < INT32_MIN || lod > INT32_MAX)
+        Py_RETURN_NONE;
+    if (__builtin_add_overflow(base, lod, &last))
+        Py_RETURN_NONE;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    buf = (const uint8_t *)view.buf;
+    buflen = view.len;
+    end = (Py_ssize_t)f[1];
+    if (end > buflen)
+        goto fallback;
+    lat = (f[5] & 0x08) != 0;
+
+    /* --- the batch line (batch_line) */
+    if ((r = TROOM(&t, 640)) != 0)
+        goto stop;
+    TLIT(&t, "baseOffset: ");
+    tput_i64(&t, base);
+    TLIT(&t, " lastOffset: ");
+    tput_i64(&t, last);
+    TLIT(&t, " count: ");
+    tput_i64(&t, count);
+    TLIT(&t, " baseSequence: ");
+    tput_i64(&t, bseq);
+    TLIT(&t, " lastSequence: ");
+    tput_i64(&t, fmt_sequence(bseq, lod));
+    TLIT(&t, " producerId: ");
+    tput_i64(&t, f[9]);
+    TLIT(&t, " producerEpoch: ");
+    tput_i64(&t, f[10]);
+    TLIT(&t, " partitionLeaderEpoch: ");
+    tput_i64(&t, f[13]);
+    TLIT(&t, " isTransactional: ");
+    {
+        const char *s = fmt_bool[(f[5] & 0x10) != 0];
+        tput(&t, s, (Py_ssize_t)strlen(s));
+    }
+    TLIT(&t, " isControl: false deleteHorizonMs: ");
+    if (f[5] & 0x40) {
+        TLIT(&t, "OptionalLong[");
+        tput_i64(&t, bts);
+        TLIT(&t, "]");
+    }
+    else
+        TLIT(&t, "OptionalLong.empty");
+    TLIT(&t, " position: ");
+    tput_i64(&t, f[0]);
+    if (lat)
+        TLIT(&t, " LogAppendTime: ");
+    else
+        TLIT(&t, " CreateTime: ");
+    tput_i64(&t, mts);
+    TLIT(&t, " size: ");
+    tput_i64(&t, f[1]);
+    TLIT(&t, " magic: 2 compresscodec: none crc: ");
+    tput_i64(&t, f[4]);
+    if (f[4] == f[14])
+        TLIT(&t, " isvalid: true\n");
+    else
+        TLIT(&t, " isvalid: false\n");
+
+    /* --- the records: decode()'s loop (final, no budget), each line written as it is read */
+    i = 61;
+    for (k = 0; k < count; k++) {
+        Py_ssize_t body_end;
+        int32_t length = 0, od = 0, kl = 0, vl = 0, hc = 0, h;
+        int64_t tsd = 0, off, ts;
+        uint8_t b;
+
+        if (i >= end)
+            goto fallback; /* premature EOF */
+        b = buf[i];
+        if (b < 0x80) {
+            length = zigzag32(b);
+            i++;
+        }
+        else if (slow_varint(buf, &i, end, &length) < 0)
+            goto fail;
+        if (length < 0 || (Py_ssize_t)length > end - i)
+            goto fallback;
+        body_end = i + length;
+        if (length < 6)
+            goto fallback;
+        i++; /* attributes */
+        b = buf[i];
+        if (b < 0x80) {
+            tsd = zigzag64(b);
+            i++;
+        }
+        else if (slow_varlong(buf, &i, body_end, &tsd) < 0)
+            goto fail;
+        READ_VARINT(od);
+        READ_VARINT(kl);
+        if (kl >= 0) {
+            if ((Py_ssize_t)kl > body_end - i)
+                goto fallback;
+            ko = i;
+            i += kl;
+        }
+        READ_VARINT(vl);
+        if (vl >= 0) {
+            if ((Py_ssize_t)vl > body_end - i)
+                goto fallback;
+            vo = i;
+            i += vl;
+        }
+        READ_VARINT(hc);
+        if (hc < 0 || (Py_ssize_t)hc > body_end - i)
+            goto fallback;
+
+        if (__builtin_add_overflow(base, (int64_t)od, &off))
+            goto fallback;
+        if (k == 0)
+            first = off;
+        else if (off != prev + 1)
+            goto fallback; /* a gap inside the batch: the Python path records it */
+        prev = off;
+        if (lat)
+            ts = mts;
+        else if (__builtin_add_overflow(bts, tsd, &ts))
+            goto fallback;
+
+        if ((r = TROOM(&t, 200)) != 0)
+            goto stop;
+        TLIT(&t, "| offset: ");
+        tput_i64(&t, off);
+        if (lat)
+            TLIT(&t, " LogAppendTime: ");
+        else
+            TLIT(&t, " CreateTime: ");
+        tput_i64(&t, ts);
+        TLIT(&t, " keySize: ");
+        tput_i64(&t, kl < 0 ? -1 : kl);
+        TLIT(&t, " valueSize: ");
+        tput_i64(&t, vl < 0 ? -1 : vl);
+        TLIT(&t, " sequence: ");
+        tput_i64(&t, fmt_sequence(bseq, od));
+        TLIT(&t, " headerKeys: [");
+        for (h = 0; h < hc; h++) {
+            int32_t hkl = 0, hvl = 0;
+            if (slow_varint(buf, &i, body_end, &hkl) < 0)
+                goto fail;
+            if (hkl < 0 || (Py_ssize_t)hkl > body_end - i)
+                goto fallback;
+            if (h > 0) {
+                if ((r = TROOM(&t, 1)) != 0)
+                    goto stop;
+                TLIT(&t, ",");
+            }
+            if ((r = tput_text(&t, buf + i, hkl)) != 0)
+                goto stop;
+            i += hkl;
+            if (slow_varint(buf, &i, body_end, &hvl) < 0)
+                goto fail;
+            if (hvl >= 0) {
+                if ((Py_ssize_t)hvl > body_end - i)
+                    goto fallback;
+                i += hvl;
+            }
+        }
+        if (i != body_end)
+            goto fallback;
+        if ((r = TROOM(&t, 32)) != 0)
+            goto stop;
+        TLIT(&t, "]");
+        if (print_data) {
+            if (kl >= 0) {
+                TLIT(&t, " key: ");
+                if ((r = tput_text(&t, buf + ko, kl)) != 0)
+                    goto stop;
+            }
+            if (vl >= 0) {
+                if ((r = TROOM(&t, 16)) != 0)
+                    goto stop;
+                TLIT(&t, " payload: ");
+                if ((r = tput_text(&t, buf + vo, vl)) != 0)
+                    goto stop;
+            }
+        }
+        if ((r = TROOM(&t, 1)) != 0)
+            goto stop;
+        TLIT(&t, "\n");
+        continue;
+
+    index_error: /* READ_VARINT's labels: decode() raises here, so the Python path does */
+    fail:
+        PyErr_Clear();
+        goto fallback;
+    }
+    if (i != end)
+        goto fallback; /* "records still remaining" */
+    {
+        PyObject *text;
+        if (t.ascii) {
+            text = PyUnicode_New(t.n, 127);
+            if (text != NULL)
+                memcpy(PyUnicode_DATA(text), t.p, t.n);
+        }
+        else
+            text = PyUnicode_DecodeUTF8(t.p, t.n, "strict");
+        if (text != NULL)
+            res = Py_BuildValue("(NLL)", text, (long long)first, (long long)prev);
+    }
+    goto done;
+
+stop: /* r: -1 error set (MemoryError, or the decoder's), 1 too long */
+    if (r < 0)
+        goto done;
+fallback:
+    res = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&view);
+    PyMem_Free(t.p);
+    return res;
+}
+
 /* ==================================================================== columns
  *
  * decode_columns_v2(records, count, base_offset, base_timestamp, base_sequence,
@@ -3844,6 +4252,8 @@ static PyMethodDef speedups_methods[] = {
      decode_records_part_doc},
     {"decode_columns_v2", (PyCFunction)(void (*)(void))decode_columns_v2, METH_FASTCALL,
      decode_columns_v2_doc},
+    {"format_v2_text", (PyCFunction)(void (*)(void))format_v2_text, METH_FASTCALL,
+     format_v2_text_doc},
     {"walk_v2", (PyCFunction)(void (*)(void))walk_v2, METH_FASTCALL, walk_v2_doc},
     {"scan_v2", (PyCFunction)(void (*)(void))scan_v2, METH_FASTCALL, scan_v2_doc},
     {"scan_fd", (PyCFunction)(void (*)(void))scan_fd, METH_FASTCALL, scan_fd_doc},

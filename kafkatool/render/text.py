@@ -15,6 +15,7 @@ from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record, incremen
 from kafkatool.record.compression import codec_name
 from kafkatool.record.control import control_type_name, kafka_json
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
+from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import (
     checkpoint_line,
@@ -31,6 +32,11 @@ _TS = TIMESTAMP_TYPE_NAMES
 
 
 _string_decoder = DECODERS["string"]
+
+# The whole text of an uncompressed v2 data batch (batch line and record lines, string
+# decoders) in one compiled call; None for anything else, which then goes through the model
+# items and the functions below. None under KAFKATOOL_PURE=1 or without the extension.
+(_format_v2_text,) = _compiled("format_v2_text")
 
 _V2_LINE = (
     "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d"
@@ -116,11 +122,25 @@ class TextRenderer:
         self.opts = opts
         self.kd = get_decoder(key_decoder)
         self.vd = get_decoder(value_decoder)
+        #: For ``iter_dump(..., batch_text=)``: the compiled whole-batch text when it prints
+        #: what this renderer would (a deep dump with record metadata and the string
+        #: decoders, no internal-topic decoder), else None.
+        self.batch_text: d.BatchText | None = (
+            _format_v2_text
+            if opts.deep
+            and not opts.skip_record_metadata
+            and opts.decoder is None
+            and self.kd is _string_decoder
+            and self.vd is _string_decoder
+            else None
+        )
 
     def render(self, item: object) -> tuple[str, bool]:
         t = type(item)
         if t is d.Batches:
             return "\n".join([batch_line(b) for b in item.batches]) + "\n", False  # type: ignore[attr-defined]
+        if t is d.Rendered:
+            return "".join(item.texts), False  # type: ignore[attr-defined]
         if t is d.BatchItems:
             lines: list[str] = []
             add = self._add_batch
