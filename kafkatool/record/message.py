@@ -27,7 +27,11 @@ read or a varint past the end). Bad values given to :func:`encode` raise ``Value
 from __future__ import annotations
 
 import base64
+import json as _json
+import math as _math
+import re as _re
 import struct as _struct
+from decimal import Decimal as _Decimal
 from typing import Any
 
 from kafkatool.errors import InvalidRecordError
@@ -35,7 +39,8 @@ from kafkatool.record.schemas import MESSAGES
 from kafkatool.record.varint import encode_uvarint
 
 __all__ = ["decode", "encode", "clamp_version", "is_flexible", "default_value", "find",
-           "uuid_to_str", "uuid_from_str", "to_json", "json_key", "UNKNOWN_TAGS", "MESSAGES"]
+           "uuid_to_str", "uuid_from_str", "to_json", "json_key", "dumps", "java_double", "has_float64",
+           "UNKNOWN_TAGS", "MESSAGES"]
 
 UNKNOWN_TAGS = "_unknownTaggedFields"
 
@@ -480,6 +485,13 @@ def encode(name: str, value: dict, version: int) -> bytes:
 # ---------------------------------------------------------------- JSON (Kafka's JsonConverter)
 
 
+def _all_fields(fields: tuple):
+    for f in fields:
+        yield f
+        if f[_FIELDS] is not None:
+            yield from _all_fields(f[_FIELDS])
+
+
 def json_key(field_name: str) -> str:
     """Kafka's ``lowerCaseFirst``: only the first letter lower-cased."""
     return field_name[:1].lower() + field_name[1:]
@@ -510,6 +522,8 @@ def _json_value(f: tuple, item: Any, structs: dict, v: int) -> Any:
     if t in ("bytes", "records"):
         return base64.b64encode(item).decode("ascii")  # Jackson: standard alphabet, padded
     if t in _PRIMITIVES:
+        if t == "float64" and not _math.isfinite(item):
+            return java_double(item)  # Jackson (QUOTE_NON_NUMERIC_NUMBERS): "NaN", "Infinity"
         return item
     return _json_struct(_struct_fields(f, structs), item, structs, v)
 
@@ -526,11 +540,117 @@ def _json_struct(fields: tuple, value: dict, structs: dict, v: int) -> dict:
     return out
 
 
+_FLOAT_MESSAGES = frozenset(
+    name for name, m in MESSAGES.items()
+    if any(f[_TYPE] in ("float64", "[]float64")
+           for fields in (m["fields"], *m["structs"].values()) for f in _all_fields(fields))
+)
+
+
+def has_float64(name: str) -> bool:
+    """Whether message ``name`` has a float64 field anywhere (its JSON text needs
+    ``dumps(tree, floats=True)``)."""
+    return name in _FLOAT_MESSAGES
+
+
 def to_json(name: str, value: dict, version: int) -> dict:
     """The JSON tree Kafka's generated ``<Name>JsonConverter.write(value, version)`` makes
     (internal-schemas.md §5): keys lowerCaseFirst in schema order, fields absent at the
     version omitted, tagged fields only when not their default, bytes as padded standard
-    base64, uuids as base64url; unknown tagged fields are not printed. Serialise with
-    ``json.dumps(tree, separators=(",", ":"), ensure_ascii=False)``."""
+    base64, uuids as base64url; unknown tagged fields are not printed. A float64 is a Python
+    float, or the string ``"NaN"``/``"Infinity"``/``"-Infinity"`` as Jackson writes a
+    non-finite double. :func:`dumps` gives the text Jackson writes for the tree."""
     m = MESSAGES[name]
     return _json_struct(m["fields"], value, m["structs"], clamp_version(name, version))
+
+
+# ---------------------------------------------------------------- JSON text (Jackson's)
+
+
+def java_double(x: float) -> str:
+    """``Double.toString(x)``, the text Jackson writes for a double (``NumberOutput``).
+
+    The shortest decimal that reads back as ``x`` (JDK 19+ specifies exactly that, Raffaello
+    Giulietti's algorithm; when one digit is enough, the closest of the one- and two-digit
+    decimals), printed as ``ddd.ddd`` when 10^-3 <= |x| < 10^7 and as ``d.dddE<n>``
+    otherwise, always with a digit after the point: ``100.0``, ``0.001``, ``1.0E7``,
+    ``1.0E-4``, ``-0.0``, ``4.9E-324``; ``NaN``, ``Infinity``, ``-Infinity``.
+    (JDK 17 and older printed a few values with more digits than needed, e.g.
+    ``2.0E-3``-style cases are equal but ``8.41E21`` came out ``8.409999999999999E21``.)"""
+    if x != x:
+        return "NaN"
+    if x in (_math.inf, -_math.inf):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0.0:
+        return "-0.0" if _math.copysign(1.0, x) < 0 else "0.0"
+    sign = "-" if x < 0 else ""
+    mantissa, _, exp = repr(abs(x)).partition("e")  # repr: the shortest round-trip digits
+    whole, _, frac = mantissa.partition(".")
+    digits = whole + frac
+    stripped = digits.lstrip("0")
+    # x = 0.<stripped> * 10^point  ->  <d>.<ddd> * 10^e
+    e = len(whole) - (len(digits) - len(stripped)) - 1 + (int(exp) if exp else 0)
+    digits = stripped.rstrip("0") or "0"
+    if len(digits) == 1:
+        # JDK 19+: with one digit enough, a two-digit decimal closer to x wins (subnormals only)
+        exact = _Decimal(abs(x))
+        two = _Decimal(f"{exact:.1e}")
+        if float(two) == abs(x) and abs(two - exact) < abs(_Decimal(f"{digits}e{e}") - exact):
+            digits, e = f"{two:.1e}".replace(".", "").split("e")[0].rstrip("0") or "0", int(f"{two:.1e}".split("e")[1])
+    if -3 <= e < 7:
+        if e >= 0:
+            head = digits[: e + 1].ljust(e + 1, "0")
+            return f"{sign}{head}.{digits[e + 1:] or '0'}"
+        return f"{sign}0.{'0' * (-e - 1)}{digits}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{e}"
+
+
+_ENCODE = _json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+_ESCAPED = _re.compile(r"\\\\|\\u00[01][0-9a-f]")
+
+
+def _upper_escape(m: "_re.Match[str]") -> str:
+    s = m.group(0)
+    return s if s == "\\\\" else s.upper().replace("\\U", "\\u")
+
+
+def _jackson(o: Any, out: list) -> None:
+    if isinstance(o, dict):
+        out.append("{")
+        first = True
+        for k, v in o.items():
+            if not first:
+                out.append(",")
+            first = False
+            out.append(_ENCODE(k))
+            out.append(":")
+            _jackson(v, out)
+        out.append("}")
+    elif isinstance(o, list):
+        out.append("[")
+        for i, v in enumerate(o):
+            if i:
+                out.append(",")
+            _jackson(v, out)
+        out.append("]")
+    elif isinstance(o, float):
+        text = java_double(o)
+        out.append(text if _math.isfinite(o) else f'"{text}"')
+    else:
+        out.append(_ENCODE(o))
+
+
+def dumps(tree: Any, *, floats: bool = True) -> str:
+    """The compact text Jackson writes for a JSON tree (``JsonNode.toString()``, what
+    kafka-dump-log prints): no spaces, non-ASCII as is, control characters escaped with
+    upper-case hex (``\\u001F``), doubles as :func:`java_double` (non-finite ones quoted).
+    ``floats=False`` promises the tree holds no float (faster: one ``json`` call)."""
+    if floats:
+        out: list = []
+        _jackson(tree, out)
+        text = "".join(out)
+    else:
+        text = _ENCODE(tree)
+    if "\\u00" in text:  # Python escapes control characters with lower-case hex
+        text = _ESCAPED.sub(_upper_escape, text)
+    return text
