@@ -1,0 +1,715 @@
+"""``kafkatool groups``: consumer groups and their committed offsets, replayed from ``__consumer_offsets`` segments.
+
+What the group coordinator holds after it loads a ``__consumer_offsets`` partition, rebuilt
+from the segment files alone (a stopped or dead cluster). The replay follows the coordinator's
+own (``GroupCoordinatorShard.replay`` → ``OffsetMetadataManager.replay`` /
+``replayEndTransactionMarker`` and ``GroupMetadataManager.replay`` in apache/kafka's
+group-coordinator module; the classic ``GroupMetadataManager.doLoadGroupsAndOffsets`` agrees):
+
+* records are applied in offset order; the latest value of a key wins; a null value (a
+  tombstone) deletes the key;
+* an offset commit in a transactional batch (``TxnOffsetCommit``) is held as *pending* under
+  its producer id; that producer's COMMIT marker moves it to the committed offsets (unless
+  a plain commit of the same partition was written after it: the record offset decides), its
+  ABORT marker discards it; with no marker yet it stays pending and is shown as such;
+* an offset tombstone deletes the committed offset and every pending one of that key;
+* a ``GroupMetadata`` value loads a classic group in state ``Empty`` (no members) or
+  ``Stable`` (``loadedMembers.isEmpty() ? EMPTY : STABLE``); its tombstone removes the group.
+  A removed group whose offsets are all gone is shown as ``Dead``; one whose offsets remain
+  is ``Empty`` again, as the coordinator loads it (a group that only stores offsets);
+* offsets committed by a group without group metadata make a "simple" classic group:
+  ``Empty``, no protocol type;
+* the KIP-848 consumer groups and the share groups (record types 3-15) are replayed as the new
+  coordinator does: the group epoch, the target assignment epoch, each member's metadata,
+  current assignment (epochs, state, partitions, pending revocation) and target assignment;
+  a tombstone removes the group, the member, or resets the member's assignment (epochs -1).
+  A consumer group's state is ``Empty`` without members, ``Assigning`` while the group epoch
+  is ahead of the assignment epoch, ``Reconciling`` while a member is not ``STABLE`` at the
+  assignment epoch, else ``Stable``; a share group is ``Empty`` or ``Stable``. Topic ids are
+  named from the group's partition-metadata records when they name them.
+
+Memory follows the coordinator's own state (live keys), not the record count: each record
+updates a dict entry and is dropped. Records the offsets decoder cannot read are counted and
+listed (file, offset, Kafka's wording), damaged regions and batches reported in
+``kafkatool verify``'s words; the walk reads on after both.
+
+When several log dirs hold the same ``__consumer_offsets-N`` (replicas from several brokers),
+the copy with the highest log end offset is replayed and the others are named.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator, NamedTuple
+
+from kafkatool.errors import KafkaToolError
+from kafkatool.record.control import ControlType, decode_control_key
+from kafkatool.record.records import batch_record_chunks
+from kafkatool.segment.logdir import BadRegion, Partition, batches_and_regions, expand, iter_partitions, open_log
+
+__all__ = [
+    "OFFSETS_TOPIC",
+    "TopicPartitions",
+    "CommittedOffset",
+    "Member",
+    "Group",
+    "Problem",
+    "Undecodable",
+    "PartitionRead",
+    "Replica",
+    "GroupsOptions",
+    "GroupsRun",
+    "find_offsets_partitions",
+    "log_end_offset",
+    "replay_partition",
+    "groups_of",
+]
+
+OFFSETS_TOPIC = "__consumer_offsets"
+_MAX_LISTED = 20
+"""Undecodable records and problems listed per partition (all are counted)."""
+
+#: ``MemberState`` of the new coordinator (``modern/MemberState.java``): the int8 in CurrentMemberAssignment.
+MEMBER_STATES = {0: "STABLE", 1: "UNREVOKED_PARTITIONS", 2: "UNRELEASED_PARTITIONS", 127: "UNKNOWN"}
+
+_CLASSIC, _CONSUMER, _SHARE = "classic", "consumer", "share"
+# new-protocol record types (spec §14.1): (group type, what the record holds)
+_NEW_TYPES = {
+    3: (_CONSUMER, "metadata"), 4: (_CONSUMER, "partitions"), 5: (_CONSUMER, "member"),
+    6: (_CONSUMER, "target_epoch"), 7: (_CONSUMER, "target"), 8: (_CONSUMER, "current"),
+    9: (_SHARE, "partitions"), 10: (_SHARE, "member"), 11: (_SHARE, "metadata"),
+    12: (_SHARE, "target_epoch"), 13: (_SHARE, "target"), 14: (_SHARE, "current"),
+    15: (_SHARE, "state_partitions"),
+}
+_MEMBER_KEYED = {"member", "target", "current"}
+
+
+# ----------------------------------------------------------------------------- the model
+
+
+class TopicPartitions(NamedTuple):
+    """Partitions of one topic in an assignment: the name when known, the id for new-protocol records."""
+
+    topic: str | None
+    partitions: tuple[int, ...]
+    topic_id: str | None = None
+
+
+@dataclass(slots=True)
+class CommittedOffset:
+    """One group's committed (or pending) offset of one topic-partition."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int
+    """-1 when none was committed (values before v3 carry none)."""
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None
+    """The v1 value's expire time (-1: none); None for the other versions, which have no such field."""
+    version: int
+    """The OffsetCommitValue version."""
+    record_offset: int
+    """The offset of the record in ``__consumer_offsets``."""
+    producer_id: int | None = None
+    """The transactional producer of a TxnOffsetCommit (None for a plain commit)."""
+
+
+@dataclass(slots=True)
+class Member:
+    """A group member: a classic member (``GroupMetadataValue``) or a new-protocol one. Fields a
+    kind of member does not have are None."""
+
+    member_id: str
+    group_instance_id: str | None = None
+    client_id: str | None = None
+    client_host: str | None = None
+    rack_id: str | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+    subscribed_topics: list[str] | None = None
+    """Classic: the consumer-protocol subscription's topics; new: SubscribedTopicNames."""
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    assignment: list[TopicPartitions] | None = None
+    """Classic: the consumer-protocol assignment; new: the current assignment."""
+    assignment_error: str | None = None
+    """Why the classic member's consumer-protocol bytes could not be decoded (None: they were, or
+    the group's protocol type is not ``consumer``)."""
+    member_epoch: int | None = None
+    previous_member_epoch: int | None = None
+    member_state: str | None = None
+    pending_revocation: list[TopicPartitions] | None = None
+    target_assignment: list[TopicPartitions] | None = None
+
+
+@dataclass(slots=True)
+class Group:
+    """A group as the coordinator holds it after loading its ``__consumer_offsets`` partition."""
+
+    group_id: str
+    group_type: str
+    """``classic``, ``consumer`` (KIP-848) or ``share``."""
+    state: str
+    partition_dir: str
+    """The ``__consumer_offsets-N`` directory replayed."""
+    offsets_partition: int | None
+    protocol_type: str | None = None
+    """Classic: the protocol type (``consumer``, ``connect``...; ``""`` for a group that only stores offsets)."""
+    protocol: str | None = None
+    generation: int | None = None
+    leader: str | None = None
+    current_state_timestamp: int | None = None
+    epoch: int | None = None
+    """New-protocol groups: the group epoch."""
+    assignment_epoch: int | None = None
+    """New-protocol groups: the target assignment epoch."""
+    members: list[Member] = field(default_factory=list)
+    offsets: list[CommittedOffset] = field(default_factory=list)
+    """Committed offsets, by topic and partition."""
+    pending_offsets: list[CommittedOffset] = field(default_factory=list)
+    """Transactional offset commits whose producer has written no COMMIT/ABORT marker yet."""
+    metadata_offset: int | None = None
+    """The offset of the last group record applied (GroupMetadata or a new-protocol record)."""
+    deleted_at: int | None = None
+    """The offset of the tombstone that removed the group's metadata, if it was removed."""
+
+
+class Problem(NamedTuple):
+    """A damaged region or batch: the ``.log``, the byte position, verify's finding kind and words."""
+
+    file: str
+    position: int
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.position}: {self.kind}: {self.message}"
+
+
+class Undecodable(NamedTuple):
+    """A record the offsets decoder could not read: its file, offset and Kafka's wording."""
+
+    file: str
+    offset: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}: offset {self.offset}: {self.message}"
+
+
+class Replica(NamedTuple):
+    """A copy of a ``__consumer_offsets`` partition that was not replayed."""
+
+    path: str
+    log_end_offset: int | None
+    """None: it could not be read."""
+
+
+@dataclass(slots=True)
+class PartitionRead:
+    """One ``__consumer_offsets`` partition replayed: what was read, what went wrong, its groups."""
+
+    path: str
+    partition: int | None
+    log_end_offset: int | None
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    """Records replayed (control records included)."""
+    groups: list[Group] = field(default_factory=list)
+    other_replicas: list[Replica] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    problems_not_listed: int = 0
+    undecodable: list[Undecodable] = field(default_factory=list)
+    undecodable_not_listed: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.problems or self.problems_not_listed or self.undecodable or self.undecodable_not_listed)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupsOptions:
+    group: str | None = None
+    """Only this group (the others' records are skipped as they are read)."""
+    topic: str | None = None
+    """Only offsets of this topic, and only groups holding one."""
+
+
+@dataclass(slots=True)
+class GroupsRun:
+    """What the command-line paths held: the partitions to replay, and the paths with none."""
+
+    partitions: list[tuple[Partition, list[Replica]]]
+    """Each chosen copy and the other copies of the same partition."""
+    nothing: list[str] = field(default_factory=list)
+    """Named paths under which no ``__consumer_offsets`` partition was found."""
+    unreadable: list[str] = field(default_factory=list)
+    """Directories that could not be listed (messages)."""
+
+
+# ----------------------------------------------------------------------------- finding the partitions
+
+
+def log_end_offset(partition: Partition) -> int | None:
+    """The partition's log end offset: the next offset after its last batch (the last segment
+    holding one), the last segment's base offset when no segment holds one; None without
+    segments. Damaged regions are walked around as the replay does."""
+    segments = partition.segments()
+    for seg in reversed(segments):
+        last = None
+        f = open_log(seg.log_path)
+        try:
+            size = os.fstat(f.fileno()).st_size
+            for item in batches_and_regions(seg, f.fileno(), 0, size, size):
+                if not isinstance(item, BadRegion):
+                    last = item[0]
+        finally:
+            f.close()
+        if last is not None:
+            return last.next_offset
+    return segments[-1].base_offset if segments else None
+
+
+def find_offsets_partitions(paths: Iterable[str]) -> GroupsRun:
+    """The ``__consumer_offsets-N`` dirs under ``paths`` (log dirs, partition dirs, directories of
+    log dirs), one copy per partition: the one with the highest log end offset (the first named
+    on a tie), the other copies listed with it."""
+    paths = list(paths)
+    targets = expand(paths)
+    run = GroupsRun([])
+    found: dict[int | None, list[tuple[Partition, int | None]]] = {}
+    per_named: dict[str, int] = {}
+    for t in targets:
+        if t.error is not None and t.is_dir:
+            run.unreadable.append(str(t.error))
+    for p in iter_partitions(targets):
+        if p.topic != OFFSETS_TOPIC or p.state is not None:
+            continue
+        try:
+            leo = log_end_offset(p)
+        except (KafkaToolError, OSError):
+            leo = None
+        found.setdefault(p.partition, []).append((p, leo))
+        for named in paths:
+            if _is_below(p.path, named):
+                per_named[named] = per_named.get(named, 0) + 1
+    for t in targets:
+        if t.named and t.error is None and not per_named.get(t.path):
+            run.nothing.append(t.path)
+    for number in sorted(found, key=lambda n: -1 if n is None else n):
+        copies = found[number]
+        best = max(range(len(copies)), key=lambda i: (-1 if copies[i][1] is None else copies[i][1], -i))
+        others = [Replica(p.path, leo) for i, (p, leo) in enumerate(copies) if i != best]
+        run.partitions.append((copies[best][0], others))
+    return run
+
+
+def _is_below(path: str, top: str) -> bool:
+    a, b = os.path.abspath(path), os.path.abspath(top)
+    return a == b or a.startswith(b.rstrip(os.sep) + os.sep)
+
+
+# ----------------------------------------------------------------------------- the replay
+
+
+class _Classic:
+    __slots__ = ("protocol_type", "protocol", "generation", "leader", "current_state_timestamp", "members", "offset")
+
+    def __init__(self, value: dict, offset: int) -> None:
+        self.protocol_type = value.get("protocolType")
+        self.protocol = value.get("protocol")
+        self.generation = value.get("generation")
+        self.leader = value.get("leader")
+        ts = value.get("currentStateTimestamp", -1)
+        self.current_state_timestamp = None if ts is None or ts < 0 else ts
+        self.members = [_classic_member(m, self.protocol_type) for m in value.get("members") or ()]
+        self.offset = offset
+
+
+class _Modern:
+    """A KIP-848 consumer group or a share group being replayed."""
+
+    __slots__ = ("kind", "epoch", "assignment_epoch", "members", "topics", "offset")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.epoch = 0
+        self.assignment_epoch = -1
+        self.members: dict[str, Member] = {}
+        self.topics: dict[str, str] = {}  # topic id -> name
+        self.offset: int | None = None
+
+
+_DecodeFn = Callable[[str, bytes], "dict | None"]
+
+
+def _consumer_protocol() -> _DecodeFn:
+    from kafkatool.record.topics import offsets
+
+    return offsets.decode_consumer_protocol
+
+
+def _get(d: dict, name: str):
+    """A field of a decoded consumer-protocol dict, under its schema name or its JSON name."""
+    if name in d:
+        return d[name]
+    return d.get(name[:1].lower() + name[1:])
+
+
+def _topic_partitions(items, name_key: str = "Topic", partitions_key: str = "Partitions") -> list[TopicPartitions]:
+    out = []
+    for tp in items or ():
+        out.append(TopicPartitions(_get(tp, name_key), tuple(_get(tp, partitions_key) or ())))
+    return out
+
+
+def _classic_member(m: dict, protocol_type: str | None) -> Member:
+    rebalance = m.get("rebalanceTimeout", -1)
+    member = Member(
+        member_id=m.get("memberId", ""),
+        group_instance_id=m.get("groupInstanceId"),
+        client_id=m.get("clientId"),
+        client_host=m.get("clientHost"),
+        session_timeout_ms=m.get("sessionTimeout"),
+        rebalance_timeout_ms=None if rebalance is None or rebalance < 0 else rebalance,
+    )
+    if protocol_type != "consumer":
+        return member
+    decode = _consumer_protocol()
+    for kind, raw in (("subscription", m.get("subscription")), ("assignment", m.get("assignment"))):
+        if isinstance(raw, dict):
+            data = raw
+        elif not raw:
+            data = None if kind == "subscription" else {}
+            if data is None:
+                continue
+        else:
+            data = decode(kind, bytes(raw))
+            if data is None:
+                what = f"the {kind} is not a consumer-protocol {kind} ({len(raw)} bytes)"
+                member.assignment_error = what if member.assignment_error is None else f"{member.assignment_error}; {what}"
+                continue
+        if kind == "subscription":
+            member.subscribed_topics = list(_get(data, "Topics") or ())
+            rack = _get(data, "RackId")
+            member.rack_id = rack if rack else None
+        else:
+            member.assignment = _topic_partitions(_get(data, "AssignedPartitions"))
+    return member
+
+
+class _Replay:
+    """The coordinator state of one ``__consumer_offsets`` partition, fed record by record."""
+
+    def __init__(self, only_group: str | None) -> None:
+        self.only = only_group
+        self.classic: dict[str, _Classic] = {}
+        self.modern: dict[str, _Modern] = {}
+        self.deleted: dict[str, int] = {}  # group id -> offset of the tombstone that removed it
+        self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        self.pending: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}  # producer -> group -> ...
+
+    # -- offsets
+    def offset_commit(self, record_offset: int, producer_id: int | None, key: dict, value) -> None:
+        group, tp = key["group"], (key["topic"], key["partition"])
+        if value is None:
+            committed = self.offsets.get(group)
+            if committed is not None:
+                committed.pop(tp, None)
+                if not committed:
+                    del self.offsets[group]
+            for by_group in self.pending.values():
+                pending = by_group.get(group)
+                if pending is not None:
+                    pending.pop(tp, None)
+            return
+        v = value.data
+        version = value.version
+        expire = v.get("expireTimestamp", -1) if version == 1 else None
+        entry = CommittedOffset(tp[0], tp[1], v["offset"], v.get("leaderEpoch", -1), v.get("metadata") or "",
+                                v.get("commitTimestamp", -1), expire, version, record_offset, producer_id)
+        if producer_id is None:
+            self.offsets.setdefault(group, {})[tp] = entry
+        else:
+            self.pending.setdefault(producer_id, {}).setdefault(group, {})[tp] = entry
+
+    def end_transaction(self, producer_id: int, commit: bool) -> None:
+        by_group = self.pending.pop(producer_id, None)
+        if by_group is None or not commit:
+            return
+        for group, entries in by_group.items():
+            committed = self.offsets.setdefault(group, {})
+            for tp, entry in entries.items():
+                existing = committed.get(tp)
+                # the most recent commit is kept when transactional and plain ones mix (by record offset)
+                if existing is None or entry.record_offset > existing.record_offset:
+                    committed[tp] = entry
+            if not committed:
+                del self.offsets[group]
+
+    # -- classic groups
+    def group_metadata(self, record_offset: int, group: str, value) -> None:
+        self.modern.pop(group, None)
+        if value is None:
+            self.classic.pop(group, None)
+            self.deleted[group] = record_offset
+            return
+        self.deleted.pop(group, None)
+        self.classic[group] = _Classic(value.data, record_offset)
+
+    # -- new-protocol groups
+    def modern_record(self, record_offset: int, record_type: int, key: dict, value) -> None:
+        kind, what = _NEW_TYPES[record_type]
+        group_id = key.get("GroupId", "")
+        group = self.modern.get(group_id)
+        if value is None and group is None:
+            return
+        if group is None or group.kind != kind:
+            self.classic.pop(group_id, None)
+            group = self.modern[group_id] = _Modern(kind)
+        self.deleted.pop(group_id, None)
+        group.offset = record_offset
+        if what == "metadata":
+            if value is None:
+                del self.modern[group_id]
+                self.deleted[group_id] = record_offset
+            else:
+                group.epoch = value.data.get("Epoch", 0)
+            return
+        if what == "target_epoch":
+            group.assignment_epoch = -1 if value is None else value.data.get("AssignmentEpoch", -1)
+            return
+        if what in ("partitions", "state_partitions"):
+            if value is not None:
+                key_name = "Topics" if what == "partitions" else "InitializedTopics"
+                for t in value.data.get(key_name) or ():
+                    if t.get("TopicId") and t.get("TopicName"):
+                        group.topics[t["TopicId"]] = t["TopicName"]
+                for t in value.data.get("DeletingTopics") or ():
+                    if t.get("TopicId") and t.get("TopicName"):
+                        group.topics[t["TopicId"]] = t["TopicName"]
+            return
+        member_id = key.get("MemberId", "")
+        member = group.members.get(member_id)
+        if what == "member":
+            if value is None:
+                group.members.pop(member_id, None)
+                return
+            if member is None:
+                member = group.members[member_id] = Member(member_id)
+            v = value.data
+            member.group_instance_id = v.get("InstanceId")
+            member.rack_id = v.get("RackId")
+            member.client_id = v.get("ClientId")
+            member.client_host = v.get("ClientHost")
+            member.subscribed_topics = list(v.get("SubscribedTopicNames") or ())
+            member.subscribed_topic_regex = v.get("SubscribedTopicRegex") or None
+            rebalance = v.get("RebalanceTimeoutMs")
+            member.rebalance_timeout_ms = None if rebalance is None or rebalance < 0 else rebalance
+            member.server_assignor = v.get("ServerAssignor")
+            classic = v.get("ClassicMemberMetadata")
+            if classic and classic.get("SessionTimeoutMs"):
+                member.session_timeout_ms = classic["SessionTimeoutMs"]
+            return
+        if value is None and member is None:
+            return
+        if member is None:
+            member = group.members[member_id] = Member(member_id)
+        if what == "target":
+            member.target_assignment = None if value is None else _by_id(value.data.get("TopicPartitions"))
+            return
+        # what == "current"
+        if value is None:
+            member.member_epoch = member.previous_member_epoch = -1
+            member.assignment, member.pending_revocation = [], []
+            return
+        v = value.data
+        member.member_epoch = v.get("MemberEpoch")
+        member.previous_member_epoch = v.get("PreviousMemberEpoch")
+        state = v.get("State", 0)
+        member.member_state = MEMBER_STATES.get(state, f"UNKNOWN({state})")
+        member.assignment = _by_id(v.get("AssignedPartitions"))
+        if kind == _CONSUMER:
+            member.pending_revocation = _by_id(v.get("PartitionsPendingRevocation"))
+
+    # -- the result
+    def groups(self, path: str, number: int | None, topic: str | None) -> list[Group]:
+        pending_by_group: dict[str, list[CommittedOffset]] = {}
+        for by_group in self.pending.values():
+            for group, entries in by_group.items():
+                if entries:
+                    pending_by_group.setdefault(group, []).extend(entries.values())
+        ids = set(self.classic) | set(self.modern) | set(self.offsets) | set(pending_by_group) | set(self.deleted)
+        out = []
+        for gid in sorted(ids):
+            offsets = sorted(self.offsets.get(gid, {}).values(), key=lambda o: (o.topic, o.partition))
+            pending = sorted(pending_by_group.get(gid, ()), key=lambda o: (o.topic, o.partition, o.record_offset))
+            if topic is not None:
+                offsets = [o for o in offsets if o.topic == topic]
+                pending = [o for o in pending if o.topic == topic]
+                if not offsets and not pending:
+                    continue
+            g = Group(gid, _CLASSIC, "Empty", path, number, offsets=offsets, pending_offsets=pending,
+                      deleted_at=self.deleted.get(gid))
+            c = self.classic.get(gid)
+            m = self.modern.get(gid)
+            if c is not None:
+                g.protocol_type, g.protocol, g.generation = c.protocol_type, c.protocol, c.generation
+                g.leader, g.current_state_timestamp = c.leader, c.current_state_timestamp
+                g.members = c.members
+                g.state = "Stable" if c.members else "Empty"
+                g.metadata_offset = c.offset
+            elif m is not None:
+                g.group_type, g.epoch, g.assignment_epoch = m.kind, m.epoch, m.assignment_epoch
+                g.metadata_offset = m.offset
+                g.members = [m.members[k] for k in sorted(m.members)]
+                for member in g.members:
+                    for attr in ("assignment", "pending_revocation", "target_assignment"):
+                        tps = getattr(member, attr)
+                        if tps:
+                            setattr(member, attr, [tp._replace(topic=m.topics.get(tp.topic_id)) for tp in tps])
+                g.state = _modern_state(m)
+            elif gid in self.deleted and not offsets and not pending:
+                g.state = "Dead"
+            else:
+                g.protocol_type = ""  # a group that only stores offsets (a "simple" consumer group)
+            out.append(g)
+        return out
+
+
+def _by_id(items) -> list[TopicPartitions]:
+    return [TopicPartitions(None, tuple(t.get("Partitions") or ()), t.get("TopicId")) for t in items or ()]
+
+
+def _modern_state(g: _Modern) -> str:
+    if not g.members:
+        return "Empty"
+    if g.kind == _SHARE:
+        return "Stable"
+    if g.epoch > g.assignment_epoch:
+        return "Assigning"
+    for member in g.members.values():
+        if member.member_state != "STABLE" or member.member_epoch != g.assignment_epoch:
+            return "Reconciling"
+    return "Stable"
+
+
+# ----------------------------------------------------------------------------- reading a partition
+
+
+def replay_partition(partition: Partition, options: GroupsOptions = GroupsOptions(),
+                     other_replicas: list[Replica] | None = None) -> PartitionRead:
+    """Replay one ``__consumer_offsets`` partition dir: its groups, and what could not be read."""
+    from kafkatool.record.topics import decoder
+
+    decode = decoder("offsets")
+    read = PartitionRead(partition.path, partition.partition, None, other_replicas=list(other_replicas or ()))
+    replay = _Replay(options.group)
+    only = options.group
+
+    def problem(p: Problem) -> None:
+        if len(read.problems) < _MAX_LISTED:
+            read.problems.append(p)
+        else:
+            read.problems_not_listed += 1
+
+    def undecodable(u: Undecodable) -> None:
+        if len(read.undecodable) < _MAX_LISTED:
+            read.undecodable.append(u)
+        else:
+            read.undecodable_not_listed += 1
+
+    log_end = None
+    segments = partition.segments()
+    read.segments = len(segments)
+    for seg in segments:
+        path = seg.log_path
+        f = open_log(path)
+        try:
+            size = os.fstat(f.fileno()).st_size
+            for item in batches_and_regions(seg, f.fileno(), 0, size, size):
+                if isinstance(item, BadRegion):
+                    problem(Problem(path, item.start, item.kind,
+                                    f"{item.message} ({item.end - item.start} bytes not read)"))
+                    continue
+                batch, data = item
+                log_end = batch.next_offset
+                read.batches += 1
+                if batch.crc != batch.computed_crc:
+                    problem(Problem(path, batch.position, "crc_mismatch",
+                                    f"the batch's bytes do not match its CRC (stored crc {batch.crc}, computed crc "
+                                    f"{batch.computed_crc}; the batch spans {batch.size} bytes): not replayed"))
+                    continue
+                if data is None:
+                    problem(Problem(path, batch.position, "decompressed_too_large",
+                                    f"a batch of {batch.size} bytes is too large to decode in memory: not replayed"))
+                    continue
+                try:
+                    if batch.is_control:
+                        _control(batch, data, replay, read)
+                        continue
+                    producer = batch.producer_id if batch.is_transactional else None
+                    for chunk in batch_record_chunks(batch, data):
+                        read.records += len(chunk)
+                        for r in chunk:
+                            _record(r, producer, decode, replay, only, path, undecodable)
+                except KafkaToolError as e:
+                    e = e.at(path, batch.position)
+                    problem(Problem(path, e.position if e.position is not None else batch.position,
+                                    e.kind or "invalid_record", f"{e.message}: the rest of the batch is not replayed"))
+        finally:
+            f.close()
+    if log_end is None and segments:
+        log_end = segments[-1].base_offset
+    read.log_end_offset = log_end
+    read.groups = replay.groups(partition.path, partition.partition, options.topic)
+    return read
+
+
+def _control(batch, data, replay: _Replay, read: PartitionRead) -> None:
+    for chunk in batch_record_chunks(batch, data):
+        read.records += len(chunk)
+        for r in chunk[:1]:  # a marker batch holds one record; the coordinator reads the first
+            try:
+                _version, kind = decode_control_key(r.key)
+            except KafkaToolError:
+                return
+            if kind in (ControlType.COMMIT, ControlType.ABORT):
+                replay.end_transaction(batch.producer_id, kind == ControlType.COMMIT)
+        return
+
+
+def _record(r, producer: int | None, decode, replay: _Replay, only: str | None, path: str, undecodable) -> None:
+    d = decode(r.key, r.value, r.offset)
+    if d.error is not None or d.key is None:
+        undecodable(Undecodable(path, r.offset, d.error or "the key could not be read"))
+        return
+    key = d.key
+    data = key.data
+    rt = key.version
+    if rt in (0, 1):
+        if only is not None and data.get("group") != only:
+            return
+        replay.offset_commit(r.offset, producer, data, d.value)
+    elif rt == 2:
+        if only is not None and data.get("group") != only:
+            return
+        replay.group_metadata(r.offset, data["group"], d.value)
+    elif rt in _NEW_TYPES:
+        if only is not None and data.get("GroupId") != only:
+            return
+        replay.modern_record(r.offset, rt, data, d.value)
+    else:  # a type the decoder knows and the coordinator does not replay here (none today)
+        undecodable(Undecodable(path, r.offset, f"record type {rt} ({key.name}) is not replayed"))
+
+
+def groups_of(run: GroupsRun, options: GroupsOptions = GroupsOptions()) -> Iterator[PartitionRead]:
+    """Each chosen partition replayed, in partition order."""
+    for partition, others in run.partitions:
+        yield replay_partition(partition, options, others)
+

@@ -1,0 +1,288 @@
+"""Rendering ``kafkatool groups`` results (:class:`~kafkatool.groups.PartitionRead`): JSON Lines (a
+``partition`` object per ``__consumer_offsets`` partition replayed, then a ``group`` object per
+group of it, then a final ``summary``), Rich tables (groups, members, committed offsets), and the
+lines for standard error (replicas not used, damaged regions, undecodable records, the summary).
+
+Pure functions of the result model; only :func:`render_tables` imports Rich, when called. JSON
+names are camelCase and Kafka's where Kafka has one (``groupId``, ``protocolType``,
+``generation``, ``leaderEpoch``, ``commitTimestamp``, ``expireTimestamp``, ``memberEpoch``); times
+are epoch milliseconds in JSON, and also ISO 8601 UTC in tables. The schema is in kafkatool-groups(1).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from kafkatool.groups import CommittedOffset, Group, Member, PartitionRead, TopicPartitions
+from kafkatool.render.times import iso_time
+
+__all__ = [
+    "dumps",
+    "partition_object",
+    "group_object",
+    "summary_object",
+    "notes",
+    "error_lines",
+    "summary_line",
+    "assignment_text",
+    "render_tables",
+]
+
+dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""Compact JSON, as the other commands' lines."""
+
+
+# ----------------------------------------------------------------------------- JSON Lines
+
+
+def _tps(tps: list[TopicPartitions] | None) -> list | None:
+    if tps is None:
+        return None
+    return [{"topic": t.topic, "topicId": t.topic_id, "partitions": list(t.partitions)} for t in tps]
+
+
+def _member_object(m: Member) -> dict:
+    return {
+        "memberId": m.member_id,
+        "groupInstanceId": m.group_instance_id,
+        "clientId": m.client_id,
+        "clientHost": m.client_host,
+        "rackId": m.rack_id,
+        "sessionTimeoutMs": m.session_timeout_ms,
+        "rebalanceTimeoutMs": m.rebalance_timeout_ms,
+        "subscribedTopics": m.subscribed_topics,
+        "subscribedTopicRegex": m.subscribed_topic_regex,
+        "serverAssignor": m.server_assignor,
+        "assignment": _tps(m.assignment),
+        "assignmentError": m.assignment_error,
+        "memberEpoch": m.member_epoch,
+        "previousMemberEpoch": m.previous_member_epoch,
+        "memberState": m.member_state,
+        "pendingRevocation": _tps(m.pending_revocation),
+        "targetAssignment": _tps(m.target_assignment),
+    }
+
+
+def _offset_object(o: CommittedOffset) -> dict:
+    return {
+        "topic": o.topic,
+        "partition": o.partition,
+        "offset": o.offset,
+        "leaderEpoch": o.leader_epoch,
+        "metadata": o.metadata,
+        "commitTimestamp": o.commit_timestamp,
+        "expireTimestamp": o.expire_timestamp,
+        "version": o.version,
+        "recordOffset": o.record_offset,
+        "producerId": o.producer_id,
+    }
+
+
+def partition_object(r: PartitionRead) -> dict:
+    """One ``"type": "partition"`` object: the ``__consumer_offsets`` partition replayed."""
+    return {
+        "type": "partition",
+        "partitionDir": r.path,
+        "partition": r.partition,
+        "logEndOffset": r.log_end_offset,
+        "segments": r.segments,
+        "batches": r.batches,
+        "records": r.records,
+        "groups": len(r.groups),
+        "otherReplicas": [{"partitionDir": o.path, "logEndOffset": o.log_end_offset} for o in r.other_replicas],
+        "problems": [{"file": p.file, "position": p.position, "kind": p.kind, "message": p.message}
+                     for p in r.problems],
+        "problemsNotListed": r.problems_not_listed,
+        "undecodable": [{"file": u.file, "offset": u.offset, "message": u.message} for u in r.undecodable],
+        "undecodableNotListed": r.undecodable_not_listed,
+    }
+
+
+def group_object(g: Group) -> dict:
+    """One ``"type": "group"`` object."""
+    return {
+        "type": "group",
+        "groupId": g.group_id,
+        "groupType": g.group_type,
+        "state": g.state,
+        "partitionDir": g.partition_dir,
+        "offsetsPartition": g.offsets_partition,
+        "protocolType": g.protocol_type,
+        "protocol": g.protocol,
+        "generation": g.generation,
+        "leader": g.leader,
+        "currentStateTimestamp": g.current_state_timestamp,
+        "epoch": g.epoch,
+        "assignmentEpoch": g.assignment_epoch,
+        "metadataOffset": g.metadata_offset,
+        "deletedAt": g.deleted_at,
+        "members": [_member_object(m) for m in g.members],
+        "offsets": [_offset_object(o) for o in g.offsets],
+        "pendingOffsets": [_offset_object(o) for o in g.pending_offsets],
+    }
+
+
+def summary_object(reads: list[PartitionRead], seconds: float) -> dict:
+    """The final ``"type": "summary"`` object."""
+    return {
+        "type": "summary",
+        "partitions": len(reads),
+        "groups": sum(len(r.groups) for r in reads),
+        "batches": sum(r.batches for r in reads),
+        "records": sum(r.records for r in reads),
+        "problems": sum(len(r.problems) + r.problems_not_listed for r in reads),
+        "undecodable": sum(len(r.undecodable) + r.undecodable_not_listed for r in reads),
+        "seconds": round(seconds, 3),
+    }
+
+
+# ----------------------------------------------------------------------------- standard error
+
+
+def _plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def _leo(n: int | None) -> str:
+    return "unreadable" if n is None else f"log end {n}"
+
+
+def notes(r: PartitionRead) -> list[str]:
+    """``kafkatool: note: ...`` lines: which copy of a replicated partition was replayed."""
+    if not r.other_replicas:
+        return []
+    others = ", ".join(f"{o.path} ({_leo(o.log_end_offset)})" for o in r.other_replicas)
+    return [f"kafkatool: note: {r.path}: replayed this copy ({_leo(r.log_end_offset)}, the highest); "
+            f"not replayed: {others}"]
+
+
+def error_lines(r: PartitionRead) -> list[str]:
+    """``kafkatool: error: ...`` lines: damaged regions and batches, records that could not be decoded."""
+    out = [f"kafkatool: error: {p}" for p in r.problems]
+    if r.problems_not_listed:
+        out.append(f"kafkatool: error: {r.path}: and {_plural(r.problems_not_listed, 'more damaged region')}")
+    out += [f"kafkatool: error: {u}" for u in r.undecodable]
+    if r.undecodable_not_listed:
+        out.append(f"kafkatool: error: {r.path}: and {_plural(r.undecodable_not_listed, 'more record')} "
+                   "that could not be decoded")
+    return out
+
+
+def summary_line(reads: list[PartitionRead], seconds: float) -> str:
+    """``Replayed 2 __consumer_offsets partitions (30 records) in 0.01 s: 3 groups; no problems``."""
+    o = summary_object(reads, seconds)
+    trouble = []
+    if o["problems"]:
+        trouble.append(_plural(o["problems"], "damaged region or batch", "damaged regions or batches"))
+    if o["undecodable"]:
+        trouble.append(_plural(o["undecodable"], "record") + " not decoded")
+    return (f"Replayed {_plural(o['partitions'], '__consumer_offsets partition')} "
+            f"({_plural(o['records'], 'record')}, {_plural(o['batches'], 'batch', 'batches')}) in {seconds:.2f} s: "
+            f"{_plural(o['groups'], 'group')}; " + (", ".join(trouble) if trouble else "no problems"))
+
+
+# ----------------------------------------------------------------------------- tables
+
+
+def assignment_text(tps: list[TopicPartitions] | None) -> str:
+    """``orders: 0,1; payments: 2`` (a topic id in brackets when the name is not known)."""
+    if not tps:
+        return "-" if tps is None else "(none)"
+    return "; ".join(f"{t.topic if t.topic is not None else '[' + str(t.topic_id) + ']'}: "
+                     f"{','.join(map(str, t.partitions))}" for t in tps)
+
+
+def _time(ms: int | None) -> str:
+    if ms is None or ms < 0:
+        return "-" if ms is None else str(ms)
+    return f"{ms}\n{iso_time(ms) or '?'}"
+
+
+def _none(v) -> str:
+    return "-" if v is None else str(v)
+
+
+def _group_row(g: Group) -> list[str]:
+    if g.group_type == "classic":
+        protocol = f"{g.protocol_type or '(none)'} / {g.protocol or '-'}"
+        gen = f"generation {_none(g.generation)}"
+    else:
+        protocol = "-"
+        gen = f"epoch {g.epoch}, assignment epoch {g.assignment_epoch}"
+    note = []
+    if g.deleted_at is not None:
+        note.append(f"metadata deleted at offset {g.deleted_at}")
+    if g.current_state_timestamp is not None:
+        note.append(f"state since {iso_time(g.current_state_timestamp)}")
+    return [g.group_id, g.group_type, g.state, protocol, gen, _none(g.leader), str(len(g.members)),
+            f"{len(g.offsets)}" + (f" (+{len(g.pending_offsets)} pending)" if g.pending_offsets else ""),
+            str(g.offsets_partition), "\n".join(note)]
+
+
+def _member_row(g: Group, m: Member) -> list[str]:
+    timeouts = f"{_none(m.session_timeout_ms)} / {_none(m.rebalance_timeout_ms)}"
+    if m.member_epoch is not None:
+        epoch = f"epoch {m.member_epoch} (prev {m.previous_member_epoch}) {m.member_state or ''}".strip()
+    else:
+        epoch = ""
+    assignment = assignment_text(m.assignment)
+    if m.assignment_error:
+        assignment = m.assignment_error
+    extra = []
+    if m.pending_revocation:
+        extra.append("revoking " + assignment_text(m.pending_revocation))
+    if m.target_assignment is not None:
+        extra.append("target " + assignment_text(m.target_assignment))
+    subscribed = ",".join(m.subscribed_topics) if m.subscribed_topics else (m.subscribed_topic_regex or "-")
+    return [g.group_id, m.member_id, _none(m.group_instance_id), _none(m.client_id), _none(m.client_host),
+            timeouts, subscribed, "\n".join([assignment, *extra]), epoch]
+
+
+def _offset_row(g: Group, o: CommittedOffset, pending: bool) -> list[str]:
+    status = f"pending (producer {o.producer_id})" if pending else (
+        "committed" if o.producer_id is None else f"committed (txn, producer {o.producer_id})")
+    expire = "-" if o.expire_timestamp is None else _time(o.expire_timestamp)
+    return [g.group_id, o.topic, str(o.partition), str(o.offset), str(o.leader_epoch), _time(o.commit_timestamp),
+            expire, o.metadata, status, str(o.record_offset)]
+
+
+def render_tables(console, reads: Iterable[PartitionRead]) -> None:
+    """Three tables: the groups, their members, their committed (and pending) offsets."""
+    from rich.table import Table
+    from rich.text import Text
+
+    groups = [g for r in reads for g in r.groups]
+
+    def table(title: str, columns: tuple[tuple[str, str], ...]) -> Table:
+        t = Table(title=title, title_justify="left")
+        for col, just in columns:
+            t.add_column(col, justify=just, overflow="fold")
+        return t
+
+    t = table("Groups", (("group", "left"), ("type", "left"), ("state", "left"), ("protocol type / protocol", "left"),
+                         ("generation / epoch", "left"), ("leader", "left"), ("members", "right"),
+                         ("offsets", "right"), ("partition", "right"), ("note", "left")))
+    for g in groups:
+        row = _group_row(g)
+        style = "red" if g.state == "Dead" else ""
+        t.add_row(*[Text(c, style=style) for c in row])
+    console.print(t)
+    members = [(g, m) for g in groups for m in g.members]
+    if members:
+        t = table("Members", (("group", "left"), ("member", "left"), ("instance", "left"), ("client", "left"),
+                              ("host", "left"), ("session / rebalance ms", "right"), ("subscribed", "left"),
+                              ("assigned partitions", "left"), ("epoch / state", "left")))
+        for g, m in members:
+            t.add_row(*[Text(c) for c in _member_row(g, m)])
+        console.print(t)
+    offsets = [(g, o, False) for g in groups for o in g.offsets] + [(g, o, True) for g in groups for o in g.pending_offsets]
+    offsets.sort(key=lambda x: (x[0].group_id, x[0].offsets_partition or 0, x[2]))
+    if offsets:
+        t = table("Committed offsets", (("group", "left"), ("topic", "left"), ("partition", "right"),
+                                        ("offset", "right"), ("leader epoch", "right"),
+                                        ("commit time (UTC)", "left"), ("expire time (UTC)", "left"),
+                                        ("metadata", "left"), ("status", "left"), ("record offset", "right")))
+        for g, o, pending in offsets:
+            t.add_row(*[Text(c, style="yellow" if pending else "") for c in _offset_row(g, o, pending)])
+        console.print(t)
