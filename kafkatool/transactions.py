@@ -1,0 +1,798 @@
+"""``kafkatool transactions``: which transaction blocks read_committed consumers, from segments alone.
+
+Two sources, joined by producer id:
+
+* the transaction coordinator's log, ``__transaction_state``: every transactional id's latest
+  state (:class:`TxnState`), replayed in offset order as the coordinator loads it (the latest
+  value of a key wins, a tombstone removes the key), each record read by the
+  ``transaction-log`` decoder of :mod:`kafkatool.record.topics`;
+* the data partitions' transactional batches and their control batches (COMMIT/ABORT
+  markers): per partition, a producer id with transactional data after its last marker has an
+  open transaction (:class:`OpenPartition`), whose first offset is where the partition's last
+  stable offset stays until a marker is written: a read_committed consumer cannot read past it.
+
+A partition is replayed as the broker's ``ProducerStateManager`` does: the first
+transactional data batch of a producer id opens its transaction (its first offset), a
+marker closes it whatever the epochs (a marker of a higher epoch is the coordinator aborting
+a fenced producer's transaction), and data of a new epoch while one is open does not reset
+the first offset. A partition whose first segment does not start at offset 0 lost its older
+data to retention: the producer snapshot named after that first segment (when the broker
+kept one) says which transactions were open there, and from which offset.
+
+Only batch headers are read, except a control batch's first record (its marker) and the
+records of ``__transaction_state``. Memory grows with the open transactions, the producer
+ids that wrote markers in a partition and the transactional ids, never with the records.
+A damaged region is a located :class:`Problem` in ``kafkatool verify``'s words, and the walk
+reads on after it (:func:`kafkatool.segment.logdir.batches_and_regions`).
+
+When several log dirs hold the same partition (replicas), the copy with the highest log end
+offset is read and the others are named in its :class:`PartitionScan`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import os
+import re
+import time
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Iterator
+
+from kafkatool.errors import KafkaToolError
+from kafkatool.record.batch import Batch
+from kafkatool.record.control import ControlType, decode_control_key, decode_end_txn_marker
+from kafkatool.record.layout import CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
+from kafkatool.segment.logdir import BadRegion, FileKind, Partition, Segment, batches_and_regions, open_log
+from kafkatool.segment.walk import WalkStop
+
+__all__ = [
+    "TRANSACTION_STATE_TOPIC",
+    "ACTIVE_STATES",
+    "Verdict",
+    "Problem",
+    "TxnState",
+    "OpenPartition",
+    "OpenTransaction",
+    "PartitionScan",
+    "TransactionsOptions",
+    "TransactionsReport",
+    "parse_time",
+    "scan_data_partition",
+    "replay_transaction_state",
+    "choose_replicas",
+    "transactions_report",
+    "Found",
+    "find_partitions",
+]
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+#: Coordinator states in which the coordinator still owes the partitions of the transaction
+#: their markers (it writes them when it runs: at once for the Prepare states, at the
+#: transaction timeout for Ongoing).
+ACTIVE_STATES = frozenset({"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"})
+
+
+class Verdict:
+    """What an open transaction in a partition is, once joined with its coordinator's state."""
+
+    HANGING = "hanging"
+    """No marker will come: the coordinator has no transactional id for the producer id, has
+    completed the transaction (CompleteCommit/CompleteAbort, Empty, Dead), moved the
+    transactional id on to another producer id, or its active transaction does not include this
+    partition. Only ``kafka-transactions.sh abort`` closes it."""
+    ONGOING = "ongoing"
+    """The coordinator's Ongoing transaction includes this partition, within its timeout."""
+    TIMED_OUT = "timed-out"
+    """As ongoing, but open longer than the transaction timeout at ``--now``: a running
+    coordinator aborts it (on a stopped cluster, once it is back)."""
+    COMPLETING = "completing"
+    """The coordinator is in PrepareCommit, PrepareAbort or PrepareEpochFence with this
+    partition: it writes the marker when it runs."""
+    UNKNOWN = "unknown"
+    """No ``__transaction_state`` partition was read: the coordinator's side is not known."""
+
+    ORDER = (HANGING, TIMED_OUT, COMPLETING, ONGOING, UNKNOWN)
+    """From the most to the least alarming: a transaction's verdict is its worst partition's."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Bad input met while reading, located: ``file:position: kind: message`` (verify's words)."""
+
+    file: str
+    position: int | None
+    kind: str
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.position is None else f"{self.file}:{self.position}"
+        return f"{where}: {self.kind}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class TxnState:
+    """One transactional id as ``__transaction_state`` last recorded it (``TransactionLogValue``)."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    previous_producer_id: int
+    """-1 when none (value version 0 has no such field)."""
+    next_producer_id: int
+    state: str
+    """Kafka's name of the state (``Ongoing``, ``CompleteCommit`` ...)."""
+    timeout_ms: int
+    partitions: tuple[tuple[str, int], ...]
+    """The transaction's partitions, in the record's order."""
+    start_timestamp: int
+    """When the current transaction started (epoch ms; -1 when none)."""
+    last_update_timestamp: int
+    client_transaction_version: int
+    version: int
+    """The value's version (0 or 1)."""
+    partition_dir: str
+    """The ``__transaction_state`` partition dir it was read from."""
+    offset: int
+    """The offset of the record in that partition."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenPartition:
+    """One producer id's open transaction in one partition: transactional data after its last marker."""
+
+    topic: str
+    partition: int
+    partition_dir: str
+    first_offset: int
+    """The first offset of the open transaction: the partition's last stable offset cannot pass it."""
+    last_offset: int
+    """The last offset of its data (-1 when only a producer snapshot names it)."""
+    first_timestamp: int
+    """The first record's timestamp of its first batch (-1 when not known: first offset from a snapshot)."""
+    last_timestamp: int
+    """The largest timestamp of its last batch (or the producer snapshot's)."""
+    batches: int
+    records: int
+    producer_epoch: int
+    """The epoch of its last batch."""
+    first_epoch: int
+    """The epoch of its first batch; lower than :attr:`producer_epoch` when a new epoch wrote
+    data without a marker closing the older transaction first."""
+    coordinator_epoch: int
+    """The coordinator epoch of this producer id's last marker in the partition (or the
+    producer snapshot's); -1 when none was seen."""
+    from_snapshot: bool
+    """The first offset comes from the producer snapshot at the log start: the transaction
+    began in data retention deleted."""
+    start_uncertain: bool
+    """The first batch read is this transaction's and the log starts above 0 without a
+    producer snapshot there: it may have begun in deleted data."""
+    log_start_offset: int | None
+    log_end_offset: int | None
+    verdict: str = Verdict.UNKNOWN
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTransaction:
+    """One producer id's open transactions, over every partition (grouped as
+    ``kafka-transactions.sh find-hanging`` groups them), joined with the coordinator's state."""
+
+    producer_id: int
+    producer_epoch: int
+    """The highest epoch of its open data."""
+    partitions: tuple[OpenPartition, ...]
+    transactional_id: str | None
+    """The transactional id whose state names this producer id (None when none does)."""
+    coordinator: TxnState | None
+    verdict: str
+    """The worst of its partitions' (:attr:`Verdict.ORDER`)."""
+    first_timestamp: int
+    """The earliest known first timestamp of its partitions (-1 when none is known)."""
+    last_timestamp: int
+    age_ms: int | None
+    """``now`` minus :attr:`first_timestamp` (None when not known)."""
+    idle_ms: int | None
+    """``now`` minus :attr:`last_timestamp`: how long it has written nothing (what find-hanging measures)."""
+    age_at_newest_ms: int | None
+    """The newest timestamp in the log dirs minus :attr:`first_timestamp`: its age when the
+    cluster last wrote (a stopped cluster's clock)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionScan:
+    """What one partition's transactional batches showed."""
+
+    topic: str
+    partition: int
+    partition_dir: str
+    log_start_offset: int | None
+    """The first offset read (None: no batch)."""
+    log_end_offset: int | None
+    batches: int
+    transactional_batches: int
+    committed: int
+    """Transactions closed by a COMMIT marker."""
+    aborted: int
+    """Transactions closed by an ABORT marker."""
+    fenced: int
+    """Of those, transactions closed by a marker of a higher epoch than their data's (a fenced
+    producer's transaction, aborted by its coordinator after an epoch bump)."""
+    markers_without_data: int
+    """Markers for a producer id with no open transaction: data deleted by retention, or a
+    partition added to a transaction that wrote nothing there."""
+    open: int
+    newest_timestamp: int | None
+    other_copies: tuple[tuple[str, int | None], ...] = ()
+    """Other copies of this partition (replicas in other log dirs) not read: (dir, log end)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionsOptions:
+    transactional_id: str | None = None
+    """Only this transactional id (its state and the open transactions of its producer ids)."""
+    open_only: bool = False
+    """Only open transactions, and the transactional ids with an active state or an open transaction."""
+    topics: frozenset[str] | None = None
+    """Only these topics' partitions are searched for open transactions (``__transaction_state`` is always read)."""
+    now_ms: int | None = None
+    """The time ages are measured to (epoch ms); None: the current time."""
+
+
+@dataclass
+class TransactionsReport:
+    """Everything :func:`transactions_report` found, filtered by the options."""
+
+    states: list[TxnState]
+    open: list[OpenTransaction]
+    partitions: list[PartitionScan]
+    problems: list[Problem]
+    now_ms: int
+    newest_timestamp: int | None
+    """The largest batch timestamp in the partitions read (a stopped cluster's last write)."""
+    coordinator_partitions: int
+    """``__transaction_state`` partitions read."""
+    transactional_ids: int
+    """Transactional ids in ``__transaction_state`` (before filtering)."""
+    batches: int
+    bytes: int
+    seconds: float = 0.0
+
+
+# ----------------------------------------------------------------------------- times
+
+
+_ISO = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?)?"
+    r"(Z|[+-]\d{2}:?\d{2})?$"
+)
+
+
+def parse_time(text: str) -> int:
+    """Epoch milliseconds from ``text``: an integer (epoch ms), ``now``, or ISO 8601
+    (``2024-05-01``, ``2024-05-01T12:00:00Z``, ``2024-05-01T12:00:00.250+02:00``; no zone is UTC).
+    Raises ValueError naming what it expected."""
+    s = text.strip()
+    if s == "now":
+        return int(time.time() * 1000)
+    if re.fullmatch(r"-?\d+", s):
+        return int(s)
+    m = _ISO.match(s)
+    if not m:
+        raise ValueError(f"{text!r} is neither epoch milliseconds nor an ISO 8601 time such as 2024-05-01T12:00:00Z")
+    year, month, day, hour, minute, second, frac, zone = m.groups()
+    try:
+        secs = calendar.timegm((int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0)))
+        time.strptime(f"{year}-{month}-{day} {hour or 0}:{minute or 0}:{second or 0}", "%Y-%m-%d %H:%M:%S")
+    except ValueError:
+        raise ValueError(f"{text!r} is not a valid date and time") from None
+    ms = secs * 1000 + (int((frac or "0").ljust(3, "0")[:3]))
+    if zone and zone != "Z":
+        sign = 1 if zone[0] == "+" else -1
+        digits = zone[1:].replace(":", "")
+        ms -= sign * (int(digits[:2]) * 60 + int(digits[2:])) * 60_000
+    return ms
+
+
+# ----------------------------------------------------------------------------- one partition's walk
+
+
+_FIRST_IS_MAX = TIMESTAMP_TYPE_BIT | DELETE_HORIZON_BIT  # a batch whose base timestamp is not its first record's
+
+
+def _walk(partition: Partition, segments: list[Segment], problems: list[Problem]
+          ) -> Iterator[tuple[Batch, "memoryview | bytes | None", str]]:
+    """Every batch of ``segments`` in order, with its bytes and its file; each damaged region a
+    :class:`Problem` in ``problems``, the walk going on after it."""
+    for seg in segments:
+        path = seg.log_path
+        try:
+            f = open_log(path)
+        except KafkaToolError as e:
+            problems.append(Problem(e.path or path, e.position, e.kind or "unreadable", e.message))
+            continue
+        try:
+            fd = f.fileno()
+            size = os.fstat(fd).st_size
+            for item in batches_and_regions(seg, fd, 0, size, size):
+                if isinstance(item, BadRegion):
+                    problems.append(Problem(path, item.start, item.kind, item.message))
+                    continue
+                yield item[0], item[1], path
+        except KafkaToolError as e:  # not about the bytes: the file cannot be read
+            problems.append(Problem(e.path or path, e.position, e.kind or "unreadable", e.message))
+        except OSError as e:
+            problems.append(Problem(path, None, "unreadable", e.strerror or str(e)))
+        finally:
+            f.close()
+
+
+def _marker(batch: Batch, data, path: str) -> tuple[int, int]:
+    """``(control type, coordinator epoch)`` of a control batch's first record (coordinator
+    epoch -1 for a record that is no transaction marker). Raises a located KafkaToolError."""
+    from kafkatool.record.records import first_batch_record
+
+    if data is None:
+        raise KafkaToolError(f"a control batch of {batch.size} bytes, larger than the walk holds, is not opened",
+                             path=path, position=batch.position, kind="batch_too_large")
+    try:
+        record = first_batch_record(batch, data)
+        if record is None:
+            return ControlType.UNKNOWN, -1
+        _version, type_id = decode_control_key(record.key)
+        if type_id not in (ControlType.ABORT, ControlType.COMMIT):
+            return type_id, -1
+        _version, coordinator_epoch = decode_end_txn_marker(record.value)
+    except KafkaToolError as e:
+        raise e.at(path, batch.position) from None
+    return type_id, coordinator_epoch
+
+
+def _snapshot_seed(partition: Partition, base_offset: int, problems: list[Problem]) -> dict[int, list]:
+    """The transactions open at ``base_offset`` (the log start) as the producer snapshot named
+    after it records them: ``{producer id: open row}``; empty without such a snapshot."""
+    from kafkatool.segment.snapshot import read_producer_snapshot
+
+    try:
+        listing = partition.listing()
+    except KafkaToolError:
+        return {}
+    for e in listing:
+        if e.kind is FileKind.PRODUCER_SNAPSHOT and e.is_file and e.base_offset == base_offset:
+            try:
+                snap = read_producer_snapshot(e.path)
+            except KafkaToolError as err:
+                problems.append(Problem(err.path or e.path, err.position, err.kind or "corrupt_snapshot", err.message))
+                return {}
+            except OSError as err:
+                problems.append(Problem(e.path, None, "unreadable", err.strerror or str(err)))
+                return {}
+            seeded = {}
+            for s in snap.entries:
+                if s.current_txn_first_offset >= 0:
+                    seeded[s.producer_id] = _row(s.current_txn_first_offset, -1, -1, -1, s.epoch, 0, 0,
+                                                 s.coordinator_epoch, True, s.timestamp)
+            return seeded
+    return {}
+
+
+# an open transaction's row, mutable while the walk runs (a list: one per open producer id)
+_FIRST, _LAST, _FIRST_TS, _LAST_TS, _FIRST_EPOCH, _EPOCH, _BATCHES, _RECORDS, _COORD, _SNAP = range(10)
+
+
+def _row(first: int, last: int, first_ts: int, last_ts: int, epoch: int, batches: int, records: int,
+         coordinator_epoch: int, from_snapshot: bool, snapshot_ts: int = -1) -> list:
+    return [first, last, first_ts, max(last_ts, snapshot_ts), epoch, epoch, batches, records, coordinator_epoch,
+            from_snapshot]
+
+
+def scan_data_partition(partition: Partition, problems: list[Problem], *, other_copies=()
+                        ) -> tuple[PartitionScan, list[OpenPartition]]:
+    """Replay one partition's transactional batches: its counts, and the transactions still open
+    at its log end (not yet joined with the coordinator: verdict unknown)."""
+    try:
+        segments = partition.segments()
+    except KafkaToolError as e:
+        problems.append(Problem(e.path or partition.path, e.position, e.kind or "unreadable", e.message))
+        segments = []
+    topic, number = partition.topic or "", partition.partition if partition.partition is not None else -1
+    open_: dict[int, list] = {}
+    coordinator_epochs: dict[int, int] = {}  # producer id -> its last marker's coordinator epoch
+    if segments and segments[0].base_offset > 0:
+        open_ = _snapshot_seed(partition, segments[0].base_offset, problems)
+        for pid, row in open_.items():
+            coordinator_epochs[pid] = row[_COORD]
+    batches = transactional = committed = aborted = fenced = empty = 0
+    first_offset: int | None = None
+    last: Batch | None = None
+    newest = -1
+    for b, data, path in _walk(partition, segments, problems):
+        batches += 1
+        if first_offset is None:
+            first_offset = b.offset if b.magic >= 2 else b.last_offset
+        last = b
+        if b.max_timestamp > newest:
+            newest = b.max_timestamp
+        attrs = b.attributes
+        if b.magic < 2 or not attrs & TRANSACTIONAL_BIT:
+            continue  # (transactions exist only in v2 batches; a legacy entry has no such bit)
+        transactional += 1
+        pid = b.producer_id
+        if b.crc != b.computed_crc:
+            problems.append(Problem(path, b.position, "crc_mismatch",
+                                    f"the batch's bytes do not match its CRC (stored crc {b.crc}, computed crc "
+                                    f"{b.computed_crc}; the batch spans {b.size} bytes): its header is used all the same"))
+        if attrs & CONTROL_BIT:
+            try:
+                type_id, coordinator_epoch = _marker(b, data, path)
+            except KafkaToolError as e:
+                problems.append(Problem(e.path or path, e.position if e.position is not None else b.position,
+                                        e.kind or "invalid_record", f"a control batch whose marker does not decode: {e.message}"))
+                continue
+            if type_id not in (ControlType.ABORT, ControlType.COMMIT):
+                continue
+            coordinator_epochs[pid] = coordinator_epoch
+            row = open_.pop(pid, None)
+            if row is None:
+                empty += 1
+                continue
+            if type_id == ControlType.COMMIT:
+                committed += 1
+            else:
+                aborted += 1
+            if b.producer_epoch > row[_EPOCH]:
+                fenced += 1
+            continue
+        # transactional data: the first batch opens the producer's transaction
+        first_ts = b.max_timestamp if attrs & _FIRST_IS_MAX else b.base_timestamp
+        last_offset = b.offset + b.last_offset_delta
+        row = open_.get(pid)
+        if row is None:
+            open_[pid] = [b.offset, last_offset, first_ts, b.max_timestamp, b.producer_epoch, b.producer_epoch, 1,
+                          b.count, coordinator_epochs.get(pid, -1), False]
+        else:
+            row[_LAST] = last_offset
+            if row[_FIRST_TS] < 0:
+                row[_FIRST_TS] = first_ts
+            if b.max_timestamp > row[_LAST_TS]:
+                row[_LAST_TS] = b.max_timestamp
+            row[_EPOCH] = b.producer_epoch
+            row[_BATCHES] += 1
+            row[_RECORDS] += b.count
+    log_end = _end(last, segments)
+    log_start = first_offset if first_offset is not None else (segments[0].base_offset if segments else None)
+    opened = []
+    for pid, row in open_.items():
+        uncertain = (not row[_SNAP] and first_offset is not None and row[_FIRST] == first_offset
+                     and first_offset > 0)
+        opened.append((pid, OpenPartition(
+            topic=topic, partition=number, partition_dir=partition.path, first_offset=row[_FIRST],
+            last_offset=row[_LAST], first_timestamp=row[_FIRST_TS], last_timestamp=row[_LAST_TS],
+            batches=row[_BATCHES], records=row[_RECORDS], producer_epoch=row[_EPOCH], first_epoch=row[_FIRST_EPOCH],
+            coordinator_epoch=row[_COORD], from_snapshot=row[_SNAP], start_uncertain=uncertain,
+            log_start_offset=log_start, log_end_offset=log_end)))
+    scan = PartitionScan(topic, number, partition.path, log_start, log_end, batches, transactional, committed,
+                         aborted, fenced, empty, len(opened), None if newest < 0 else newest, tuple(other_copies))
+    return scan, opened  # type: ignore[return-value]
+
+
+# ----------------------------------------------------------------------------- __transaction_state
+
+
+def _states_by_id() -> dict[int, str]:
+    from kafkatool.record.topics import txnlog
+
+    return dict(txnlog.STATES)
+
+
+def _txn_state(decoded, version: int, partition_dir: str, offset: int, states: dict[int, str]) -> TxnState:
+    key = decoded.key.data
+    v = decoded.value.data
+    parts = tuple((p["Topic"], pid) for p in (v.get("TransactionPartitions") or ()) for pid in p["PartitionIds"])
+    status = v["TransactionStatus"]
+    return TxnState(
+        transactional_id=key["TransactionalId"],
+        producer_id=v["ProducerId"],
+        producer_epoch=v["ProducerEpoch"],
+        previous_producer_id=v.get("PreviousProducerId", -1),
+        next_producer_id=v.get("NextProducerId", -1),
+        state=states.get(status, f"Unknown({status})"),
+        timeout_ms=v["TransactionTimeoutMs"],
+        partitions=parts,
+        start_timestamp=v["TransactionStartTimestampMs"],
+        last_update_timestamp=v["TransactionLastUpdateTimestampMs"],
+        client_transaction_version=v.get("ClientTransactionVersion", 0),
+        version=version,
+        partition_dir=partition_dir,
+        offset=offset,
+    )
+
+
+def replay_transaction_state(partition: Partition, problems: list[Problem], *,
+                             wanted_producer_ids: Iterable[int] = ()
+                             ) -> tuple[dict[str, TxnState], dict[int, str], PartitionScan]:
+    """Replay one ``__transaction_state`` partition as the coordinator loads it: ``(latest state
+    per transactional id, {producer id: transactional id} of every record naming one of
+    ``wanted_producer_ids`` (earlier values included: a transactional id moved on to a new
+    producer id still names its old one), the partition's scan (offsets, batches, newest time))``.
+
+    Records that do not decode are problems (the decoder's wording, file and offset); the
+    replay goes on without them.
+    """
+    from kafkatool.record.records import batch_record_chunks
+    from kafkatool.record.topics import decoder
+
+    decode = decoder("transaction-log")
+    states_by_id = _states_by_id()
+    wanted = set(wanted_producer_ids)
+    latest: dict[str, TxnState] = {}
+    named: dict[int, str] = {}
+    try:
+        segments = partition.segments()
+    except KafkaToolError as e:
+        problems.append(Problem(e.path or partition.path, e.position, e.kind or "unreadable", e.message))
+        segments = []
+    batches = 0
+    newest = -1
+    first_offset: int | None = None
+    last: Batch | None = None
+    for b, data, path in _walk(partition, segments, problems):
+        batches += 1
+        if first_offset is None:
+            first_offset = b.offset if b.magic >= 2 else b.last_offset
+        last = b
+        if b.max_timestamp > newest:
+            newest = b.max_timestamp
+        if b.magic >= 2 and b.attributes & CONTROL_BIT:
+            continue
+        if data is None:
+            problems.append(Problem(path, b.position, "batch_too_large",
+                                    f"a batch of {b.size} bytes, larger than the walk holds, is not opened"))
+            continue
+        try:
+            for chunk in batch_record_chunks(b, data):
+                for r in chunk:
+                    d = decode(r.key, r.value, r.offset)
+                    if d.error is not None or d.key is None:
+                        problems.append(Problem(path, b.position, "undecodable_record",
+                                                f"offset {r.offset}: {d.error or d.key_text}"))
+                        continue
+                    txn_id = d.key.data["TransactionalId"]
+                    if d.value is None:
+                        latest.pop(txn_id, None)  # a tombstone: the coordinator forgets the id
+                        continue
+                    st = _txn_state(d, d.value.version, partition.path, r.offset, states_by_id)
+                    latest[txn_id] = st
+                    for pid in (st.producer_id, st.previous_producer_id, st.next_producer_id):
+                        if pid in wanted:
+                            named[pid] = txn_id
+        except KafkaToolError as e:
+            e = e.at(path, b.position)
+            problems.append(Problem(e.path or path, e.position, e.kind or "invalid_record", e.message))
+    scan = PartitionScan(partition.topic or "", partition.partition if partition.partition is not None else -1,
+                         partition.path, first_offset, _end(last, segments), batches, 0, 0, 0, 0, 0, 0,
+                         None if newest < 0 else newest)
+    return latest, named, scan
+
+
+def _end(last: Batch | None, segments: list[Segment]) -> int | None:
+    """The log end: the last batch's next offset, or the last segment's base offset when no batch was read."""
+    if last is not None:
+        return last.next_offset
+    return segments[-1].base_offset if segments else None
+
+
+# ----------------------------------------------------------------------------- replicas
+
+
+def _log_end(partition: Partition) -> int | None:
+    """The log end offset of a partition copy, from its last segment holding a batch (headers only)."""
+    try:
+        segments = partition.segments()
+    except KafkaToolError:
+        return None
+    for seg in reversed(segments):
+        reader = seg.batches()
+        last = None
+        try:
+            for b in reader:
+                last = b
+        except (KafkaToolError, OSError):
+            pass
+        finally:
+            reader.close()
+        if last is not None:
+            return last.next_offset
+        if reader.stop is WalkStop.END and seg is segments[-1]:
+            return seg.base_offset
+    return None
+
+
+def choose_replicas(partitions: Iterable[Partition]
+                    ) -> list[tuple[Partition, tuple[tuple[str, int | None], ...]]]:
+    """One copy per live ``(topic, partition)``: the one with the highest log end offset (the
+    first given on a tie), with the other copies and their log ends. Partitions being deleted,
+    moved (``-future``) or stray are left out. Sorted by topic and partition."""
+    groups: dict[tuple[str, int], list[Partition]] = {}
+    for p in partitions:
+        if p.topic is None or p.partition is None or p.state is not None:
+            continue
+        groups.setdefault((p.topic, p.partition), []).append(p)
+    out = []
+    for key in sorted(groups):
+        copies = groups[key]
+        if len(copies) == 1:
+            out.append((copies[0], ()))
+            continue
+        ends = [(_log_end(p), i, p) for i, p in enumerate(copies)]
+        best = max(ends, key=lambda t: (-1 if t[0] is None else t[0], -t[1]))
+        others = tuple((p.path, end) for end, _i, p in ends if p is not best[2])
+        out.append((best[2], others))
+    return out
+
+
+# ----------------------------------------------------------------------------- the report
+
+
+def _join(pid: int, op: OpenPartition, st: TxnState | None, txn_id: str | None, have_coordinator: bool,
+          now_ms: int) -> OpenPartition:
+    if not have_coordinator:
+        return replace(op, verdict=Verdict.UNKNOWN, reason="no __transaction_state partition was read")
+    if st is None:
+        why = (f"producer id {pid} belonged to transactional id {txn_id!r}, which __transaction_state no longer holds"
+               if txn_id else f"no transactional id in __transaction_state names producer id {pid}")
+        return replace(op, verdict=Verdict.HANGING, reason=why)
+    if st.producer_id != pid:
+        return replace(op, verdict=Verdict.HANGING,
+                       reason=f"{st.transactional_id!r} moved on to producer id {st.producer_id} "
+                              f"(epoch {st.producer_epoch}, {st.state})")
+    if st.state not in ACTIVE_STATES:
+        return replace(op, verdict=Verdict.HANGING,
+                       reason=f"the coordinator's state of {st.transactional_id!r} is {st.state} "
+                              f"(epoch {st.producer_epoch}), but this partition has no marker")
+    if (op.topic, op.partition) not in st.partitions:
+        return replace(op, verdict=Verdict.HANGING,
+                       reason=f"the coordinator's {st.state} transaction of {st.transactional_id!r} "
+                              f"(epoch {st.producer_epoch}) does not include this partition")
+    if st.state != "Ongoing":
+        return replace(op, verdict=Verdict.COMPLETING,
+                       reason=f"the coordinator is in {st.state}: it writes the marker when it runs")
+    started = st.start_timestamp if st.start_timestamp >= 0 else op.first_timestamp
+    if started >= 0 and now_ms - started > st.timeout_ms:
+        return replace(op, verdict=Verdict.TIMED_OUT,
+                       reason=f"open longer than its timeout ({st.timeout_ms} ms): a running coordinator aborts it")
+    return replace(op, verdict=Verdict.ONGOING, reason="the coordinator's Ongoing transaction includes this partition")
+
+
+def transactions_report(partitions: Iterable[Partition], options: TransactionsOptions = TransactionsOptions(), *,
+                        on_partition: Callable[[Partition], None] | None = None) -> TransactionsReport:
+    """Scan ``partitions`` (those of the log dirs given: replicas chosen by :func:`choose_replicas`),
+    replay ``__transaction_state``, join, and filter by ``options``. ``on_partition`` is called
+    before each partition is read (for progress)."""
+    started = time.monotonic()
+    now_ms = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
+    problems: list[Problem] = []
+    chosen = choose_replicas(partitions)
+    coordinator = [(p, others) for p, others in chosen if p.topic == TRANSACTION_STATE_TOPIC]
+    data = [(p, others) for p, others in chosen if p.topic != TRANSACTION_STATE_TOPIC
+            and (options.topics is None or p.topic in options.topics)]
+    scans: list[PartitionScan] = []
+    opened: list[tuple[int, OpenPartition]] = []
+    newest = -1
+    total_batches = 0
+    total_bytes = 0
+    for p, others in data:
+        if on_partition is not None:
+            on_partition(p)
+        scan, found = scan_data_partition(p, problems, other_copies=others)
+        scans.append(scan)
+        opened.extend(found)  # type: ignore[arg-type]
+        total_batches += scan.batches
+        total_bytes += _bytes(p)
+        if scan.newest_timestamp is not None and scan.newest_timestamp > newest:
+            newest = scan.newest_timestamp
+    wanted = {pid for pid, _op in opened}
+    states: dict[str, TxnState] = {}
+    named: dict[int, str] = {}
+    for p, others in coordinator:
+        if on_partition is not None:
+            on_partition(p)
+        latest, names_, scan = replay_transaction_state(p, problems, wanted_producer_ids=wanted)
+        for txn_id, st in latest.items():
+            before = states.get(txn_id)
+            if before is None or st.last_update_timestamp >= before.last_update_timestamp:
+                states[txn_id] = st
+        named.update(names_)
+        total_batches += scan.batches
+        total_bytes += _bytes(p)
+        if scan.newest_timestamp is not None and scan.newest_timestamp > newest:
+            newest = scan.newest_timestamp
+        scans.append(replace(scan, other_copies=others))
+    # producer id -> the transactional id whose latest state names it (current, previous or next)
+    by_pid: dict[int, TxnState] = {}
+    for st in states.values():
+        for pid in (st.previous_producer_id, st.next_producer_id, st.producer_id):
+            if pid >= 0:
+                by_pid[pid] = st
+    grouped: dict[int, list[OpenPartition]] = {}
+    for pid, op in opened:
+        grouped.setdefault(pid, []).append(op)
+    have = bool(coordinator)
+    transactions = []
+    for pid, ops in grouped.items():
+        st = by_pid.get(pid)
+        txn_id = st.transactional_id if st is not None else named.get(pid)
+        if st is None and txn_id is not None:
+            st = states.get(txn_id)  # an earlier record named it: the id has moved on to another producer id
+        joined = tuple(sorted((_join(pid, op, st, txn_id, have, now_ms) for op in ops),
+                              key=lambda o: (o.topic, o.partition)))
+        verdict = min((o.verdict for o in joined), key=Verdict.ORDER.index)
+        firsts = [o.first_timestamp for o in joined if o.first_timestamp >= 0]
+        lasts = [o.last_timestamp for o in joined if o.last_timestamp >= 0]
+        first_ts = min(firsts) if firsts else -1
+        last_ts = max(lasts) if lasts else -1
+        transactions.append(OpenTransaction(
+            producer_id=pid, producer_epoch=max(o.producer_epoch for o in joined), partitions=joined,
+            transactional_id=txn_id, coordinator=st, verdict=verdict, first_timestamp=first_ts, last_timestamp=last_ts,
+            age_ms=None if first_ts < 0 else now_ms - first_ts, idle_ms=None if last_ts < 0 else now_ms - last_ts,
+            age_at_newest_ms=None if first_ts < 0 or newest < 0 else newest - first_ts))
+    transactions.sort(key=lambda t: (Verdict.ORDER.index(t.verdict), t.first_timestamp if t.first_timestamp >= 0
+                                     else -1, t.producer_id))
+    shown_states = sorted(states.values(), key=lambda s: s.transactional_id)
+    if options.transactional_id is not None:
+        shown_states = [s for s in shown_states if s.transactional_id == options.transactional_id]
+        transactions = [t for t in transactions if t.transactional_id == options.transactional_id]
+    if options.open_only:
+        owners = {t.transactional_id for t in transactions}
+        shown_states = [s for s in shown_states if s.state in ACTIVE_STATES or s.transactional_id in owners]
+    scans.sort(key=lambda s: (s.topic, s.partition))
+    return TransactionsReport(
+        states=shown_states, open=transactions, partitions=scans, problems=problems, now_ms=now_ms,
+        newest_timestamp=None if newest < 0 else newest, coordinator_partitions=len(coordinator),
+        transactional_ids=len(states), batches=total_batches, bytes=total_bytes,
+        seconds=time.monotonic() - started)
+
+
+def _bytes(p: Partition) -> int:
+    total = 0
+    try:
+        for seg in p.segments():
+            try:
+                total += os.stat(seg.log_path).st_size
+            except OSError:
+                pass
+    except KafkaToolError:
+        pass
+    return total
+
+
+@dataclass
+class Found:
+    """What :func:`find_partitions` found in the command line's paths."""
+
+    partitions: list[Partition]
+    problems: list[Problem]
+    """Paths that could not be read (a directory that cannot be listed)."""
+    nothing: list[str]
+    """Named paths holding no partition dir (a usage error for the command)."""
+    files: list[str]
+    """Named files: transactions reads partition dirs and log dirs, not lone segments."""
+
+
+def find_partitions(paths: Iterable[str]) -> Found:
+    """The partition dirs in ``paths`` (log dirs, directories of log dirs, partition dirs), found as
+    ``kafkatool stats`` finds them (:func:`kafkatool.stats.find_targets`); only listings are read."""
+    from kafkatool.stats import find_targets
+
+    found, run = find_targets(list(paths))
+    out = Found([], [], list(run.nothing), list(run.not_segments))
+    for item in found:
+        if isinstance(item, Partition):
+            out.partitions.append(item)
+        elif isinstance(item, Segment):
+            out.files.append(item.log_path)
+        else:  # a path that cannot be read: its problems
+            for pr in item.problems:
+                out.problems.append(Problem(pr.file, pr.position, pr.kind, pr.message))
+    return out
