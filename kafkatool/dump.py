@@ -27,7 +27,9 @@ from kafkatool.record.control import (
     decode_kraft_control,
 )
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, INT32_MAX, LEGACY, V2
+from kafkatool.record import topics
 from kafkatool.record.records import batch_record_chunks
+from kafkatool.record.topics import Decoded
 from kafkatool.segment import checkpoint as ckpt
 from kafkatool.segment import files as names
 from kafkatool.segment import index as idx
@@ -92,6 +94,9 @@ class BatchItem(NamedTuple):
     continued: bool = False
     """More records of the batch of the item before (its line is out): a batch's records
     come a few thousand at a time, so memory stays flat whatever its record count."""
+    decoded: list[Decoded] | None = None
+    """With an internal-topic decoder (:attr:`DumpOptions.decoder`): what it made of each
+    record, aligned with ``records``; None for control batches, which are never decoded."""
 
 
 def header_base_offset(batch: Batch) -> int | None:
@@ -199,6 +204,22 @@ class TimeIndexProblems(NamedTuple):
     kind: str
     """``mismatch``, ``out_of_order`` or ``not_found``."""
     pairs: list[tuple[int, int]]
+
+
+class DecodeFailures(NamedTuple):
+    """After a file: its records the internal-topic decoder could not decode (spec §15.3, §17.J).
+
+    Counts every record with a :attr:`Decoded.error`: those kafka-dump-log reports in its
+    line and goes on from, and the ``fatal`` ones, where it would have stopped."""
+
+    path: str
+    decoder: str
+    """The decoder's name (a key of :data:`kafkatool.record.topics.NAMES`)."""
+    count: int
+    first_offset: int
+    first_error: str
+    fatal_count: int = 0
+    first_fatal_offset: int | None = None
 
 
 class NonConsecutive(NamedTuple):
@@ -310,9 +331,42 @@ def read_regular(path: str, why: str = "") -> bytes:
 
 
 @dataclass
+class _DecodeTally:
+    """The records of the file being dumped that its decoder could not decode."""
+
+    count: int = 0
+    first_offset: int = -1
+    first_error: str = ""
+    fatal_count: int = 0
+    first_fatal_offset: int | None = None
+
+    def add(self, offset: int, decoded: Decoded) -> None:
+        if not self.count:
+            self.first_offset, self.first_error = offset, decoded.error or ""
+        self.count += 1
+        if decoded.fatal:
+            if not self.fatal_count:
+                self.first_fatal_offset = offset
+            self.fatal_count += 1
+
+    def take(self, path: str, decoder: str) -> DecodeFailures | None:
+        """The file's :class:`DecodeFailures` (None when every record decoded), and a fresh tally."""
+        if not self.count:
+            return None
+        item = DecodeFailures(
+            path, decoder, self.count, self.first_offset, self.first_error, self.fatal_count, self.first_fatal_offset
+        )
+        self.__init__()  # type: ignore[misc]
+        return item
+
+
+@dataclass
 class _RunState:
     opts: DumpOptions
     batch_text: BatchText | None = None
+    decode: Callable[[bytes | None, bytes | None, int], Decoded] | None = None
+    """The internal-topic decoder of ``opts.decoder``, or None."""
+    tally: _DecodeTally = field(default_factory=_DecodeTally)
     index_mismatches: list[IndexMismatches] = field(default_factory=list)
     ts_mismatch: list[TimeIndexProblems] = field(default_factory=list)
     ts_out_of_order: list[TimeIndexProblems] = field(default_factory=list)
@@ -408,20 +462,28 @@ def iter_dump(
     :class:`Rendered` item instead of a :class:`BatchItem`, and only ``first``/``last``
     enter the non-consecutive check; when it returns None the batch takes the usual path.
     """
-    state = _RunState(opts, batch_text)
+    state = _RunState(opts, batch_text, topics.decoder(opts.decoder) if opts.decoder is not None else None)
     for path in targets:
         if type(path) is FileError:
             state.errors += 1
             yield path
             continue
+        failed: FileError | None = None
         try:
             yield from _dump_one(path, state)
         except KafkaToolError as e:
             state.errors += 1
-            yield FileError(path, e if e.path else e.at(normalize_display_path(path)))
+            failed = FileError(path, e if e.path else e.at(normalize_display_path(path)))
         except OSError as e:
             state.errors += 1
-            yield FileError(path, _io_error(e, path))
+            failed = FileError(path, _io_error(e, path))
+        if opts.decoder is not None:
+            # the records that did not decode came before what stopped the file, if anything did
+            undecoded = state.tally.take(normalize_display_path(path), opts.decoder)
+            if undecoded is not None:
+                yield undecoded
+        if failed is not None:
+            yield failed
     yield from state.index_mismatches
     yield from state.ts_mismatch
     yield from state.ts_out_of_order
@@ -616,6 +678,7 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
     # the renderer's whole-batch text, for batches that need nothing from the model (the
     # fast path of a deep dump: no Record, no BatchItem)
     fast = state.batch_text if deep and not filtering and opts.decoder is None else None
+    decode, tally = state.decode, state.tally
     print_data = opts.print_data
     with log_file, walker:
         if not deep and not filtering:
@@ -746,7 +809,14 @@ def _dump_log(path: str, display: str, name: str, state: _RunState) -> Iterator[
                             pending_records += len(records)
                             if base_offset is None:
                                 base_offset = first
-                        pending.append(BatchItem(display, batch, records, controls, base_offset, shown))
+                        decoded = None
+                        if decode is not None and not (attrs & CONTROL_BIT and magic >= 2):
+                            # an internal-topic decoder: control records are never passed to it (§17.J 73)
+                            decoded = [decode(r.key, r.value, r.offset) for r in records]
+                            for r, dec in zip(records, decoded):
+                                if dec.error is not None:
+                                    tally.add(r.offset, dec)
+                        pending.append(BatchItem(display, batch, records, controls, base_offset, shown, decoded))
                         shown = True
                         if len(pending) >= 64 or pending_records >= 256:
                             yield BatchItems(display, pending)

@@ -119,6 +119,11 @@ _OFFSET = click.IntRange(0, _INT64_MAX)
 @click.option("--value-decoder", type=click.Choice(["string", "hex", "base64", "json"]), default=None, help="How to print payloads (default string); json falls back to 'base64:' + base64; implies --print-data-log.")
 @click.option("--key-decoder-class", callback=_decoder_class, metavar="CLASS", help="kafka-dump-log compatibility: only Kafka's StringDecoder; implies --print-data-log.")
 @click.option("--value-decoder-class", callback=_decoder_class, metavar="CLASS", help="kafka-dump-log compatibility: only Kafka's StringDecoder; implies --print-data-log.")
+@click.option("--offsets-decoder", is_flag=True, help="If set, log data will be parsed as offset data from the __consumer_offsets topic (kafka-dump-log's output; implies --print-data-log).")
+@click.option("--transaction-log-decoder", is_flag=True, help="If set, log data will be parsed as transaction metadata from the __transaction_state topic.")
+@click.option("--cluster-metadata-decoder", is_flag=True, help="If set, log data will be parsed as cluster metadata records (__cluster_metadata logs, KRaft snapshots).")
+@click.option("--remote-log-metadata-decoder", is_flag=True, help="If set, log data will be parsed as TopicBasedRemoteLogMetadataManager (RLMM) metadata records.")
+@click.option("--share-group-state-decoder", is_flag=True, help="If set, log data will be parsed as share group state data from the __share_group_state topic.")
 @click.option("--start-offset", type=_OFFSET, default=None, metavar="OFFSET", help="Start at this offset, seeking with the .index (scan when it is missing or fails its sanity check).")
 @click.option("--end-offset", type=_OFFSET, default=None, metavar="OFFSET", help="Stop after this offset (at most 2^63-1, not below --start-offset).")
 @click.option("--start-time", callback=_parse_time, default=None, metavar="TIME", help="Start at the first batch with a timestamp at or after this, seeking with the .timeindex. TIME is epoch milliseconds or ISO 8601 (2024-05-01T12:00:00Z, +02:00 offsets, fractional seconds; UTC when no offset); an integer that looks like epoch seconds is warned about.")
@@ -139,6 +144,11 @@ def dump(
     value_decoder: str | None,
     key_decoder_class: str | None,
     value_decoder_class: str | None,
+    offsets_decoder: bool,
+    transaction_log_decoder: bool,
+    cluster_metadata_decoder: bool,
+    remote_log_metadata_decoder: bool,
+    share_group_state_decoder: bool,
     start_offset: int | None,
     end_offset: int | None,
     start_time: int | None,
@@ -153,14 +163,20 @@ def dump(
     them). The default output is kafka-dump-log's, line for line. With standard output
     redirected and standard error a terminal, a progress bar shows on standard error.
 
+    The internal-topic decoders (--offsets-decoder, --transaction-log-decoder,
+    --cluster-metadata-decoder, --remote-log-metadata-decoder, --share-group-state-decoder)
+    print kafka-dump-log's decoded keys and payloads; where kafka-dump-log would crash on a
+    record, its line ends with ` error: <Kafka's message>` and the dump goes on.
+
     Exit status: 0 when every file was dumped (also when the reader of the output went away,
     as in `kafkatool dump X | head`), 1 when a file could not be (the error names the file and
-    byte position; later files are still dumped), 2 on bad usage: a path that does not exist,
-    a directory with nothing Kafka in it, an empty --start/--end range.
+    byte position; later files are still dumped) or a decoder could not decode some record,
+    2 on bad usage: a path that does not exist, a directory with nothing Kafka in it, an empty
+    --start/--end range.
     """
     import gc
 
-    from kafkatool.dump import DumpOptions, FileError, NothingToDump, expand_paths, iter_dump
+    from kafkatool.dump import DecodeFailures, DumpOptions, FileError, NothingToDump, expand_paths, iter_dump
     from kafkatool.errors import KafkaToolError
 
     # A deep dump allocates millions of short-lived tuples and no reference cycles: the cyclic
@@ -188,8 +204,20 @@ def dump(
         sys.stderr.write(f"kafkatool: error: {e}\n")
         sys.exit(ExitCode.USAGE)
 
+    decoder = _topic_decoder(
+        {
+            "offsets": offsets_decoder,
+            "transaction-log": transaction_log_decoder,
+            "cluster-metadata": cluster_metadata_decoder,
+            "remote-log-metadata": remote_log_metadata_decoder,
+            "share-group-state": share_group_state_decoder,
+        },
+        key_decoder=key_decoder,
+        value_decoder=value_decoder,
+        decoder_classes=[o for o, v in (("--key-decoder-class", key_decoder_class), ("--value-decoder-class", value_decoder_class)) if v],
+    )
     print_data = bool(
-        print_data_log or key_decoder or value_decoder or key_decoder_class or value_decoder_class
+        print_data_log or key_decoder or value_decoder or key_decoder_class or value_decoder_class or decoder
     )
     opts = DumpOptions(
         deep=deep_iteration or print_data,
@@ -203,6 +231,7 @@ def dump(
         end_offset=end_offset,
         start_time=start_time,
         end_time=end_time,
+        decoder=decoder,
     )
     if fmt == "jsonl":
         from kafkatool.render.jsonl import JsonlRenderer
@@ -234,7 +263,7 @@ def dump(
     try:
         batch_text = renderer.batch_text if fmt == "text" else None  # type: ignore[union-attr]
         for item in iter_dump(targets, opts, batch_text):
-            if type(item) is FileError:
+            if type(item) is FileError or type(item) is DecodeFailures:
                 files_failed += 1
                 out.flush()
             text, to_err = render(item)
@@ -259,6 +288,27 @@ def dump(
         if progress is not None:
             progress.stop()
     sys.exit(ExitCode.FINDINGS if files_failed else ExitCode.OK)
+
+
+def _topic_decoder(
+    flags: dict[str, bool], *, key_decoder: str | None, value_decoder: str | None, decoder_classes: list[str]
+) -> str | None:
+    """The internal-topic decoder to use: of those given, the first in kafka-dump-log's order
+    (``flags`` is in that order, spec §15.1), with a warning for each option it overrides."""
+    given = [name for name, on in flags.items() if on]
+    if not given:
+        return None
+    chosen = given[0]
+    for option, value in (("--key-decoder", key_decoder), ("--value-decoder", value_decoder)):
+        if value is not None:
+            raise click.UsageError(
+                f"{option} cannot be combined with --{chosen}-decoder, which decodes the keys and payloads itself."
+            )
+    for option in [f"--{name}-decoder" for name in given[1:]] + decoder_classes:
+        sys.stderr.write(
+            f"kafkatool: warning: {option} is ignored: --{chosen}-decoder takes precedence (as in kafka-dump-log)\n"
+        )
+    return chosen
 
 
 class _Progress:

@@ -734,11 +734,6 @@ def _kafka_dump_log_gaps(command: click.Command | None) -> str:
     if not missing:
         return ""
     text = "Not supported: " + ", ".join(f"`{o}`" for o in missing) + "; they are usage errors (exit 2)."
-    if any(o.endswith("-decoder") for o in missing):
-        text += (
-            " Instead of Kafka's internal-topic decoders, kafkatool prints keys and payloads with its own "
-            "decoders (see DECODERS)."
-        )
     return _rst(text)
 
 

@@ -8,6 +8,7 @@ import json
 from kafkatool import dump as d
 from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record
 from kafkatool.record.control import control_type_name
+from kafkatool.record.topics import Decoded
 
 __all__ = ["JsonlRenderer", "batch_object", "record_object", "item_object"]
 
@@ -48,8 +49,8 @@ def batch_object(path: str, b: Batch, base_offset: int | None) -> dict:
     }
 
 
-def record_object(path: str, b: Batch, r: Record, control: d.Control | None) -> dict:
-    """The ``"type": "record"`` object."""
+def record_object(path: str, b: Batch, r: Record, control: d.Control | None, decoded: Decoded | None = None) -> dict:
+    """The ``"type": "record"`` object (with an internal-topic decoder's results when ``decoded``)."""
     obj: dict = {
         "type": "record",
         "file": path,
@@ -74,6 +75,12 @@ def record_object(path: str, b: Batch, r: Record, control: d.Control | None) -> 
             obj["coordinatorEpoch"] = control.coordinator_epoch
         if control.fields is not None:
             obj["controlData"] = control.fields
+    if decoded is not None:
+        obj["keyDecoded"] = decoded.key_json
+        obj["valueDecoded"] = decoded.payload_json
+        if decoded.error is not None:
+            obj["decodeError"] = decoded.error
+            obj["decodeFatal"] = decoded.fatal
     return obj
 
 
@@ -105,9 +112,11 @@ class JsonlRenderer:
         lines = [] if item.continued else [_dumps(batch_object(item.path, b, item.base_offset))]
         if item.records is not None:
             controls = item.controls
+            decoded = item.decoded
             for i, r in enumerate(item.records):
                 c = controls[i] if controls is not None and i < len(controls) else None
-                lines.append(_dumps(record_object(item.path, b, r, c)))
+                dec = decoded[i] if decoded is not None else None
+                lines.append(_dumps(record_object(item.path, b, r, c, dec)))
         lines.append("")
         return "\n".join(lines)
 
@@ -172,6 +181,18 @@ def item_object(item: object) -> dict | None:
         case d.TimeIndexProblems(abs_path=path, kind=kind, pairs=pairs):
             first, second = _TS_PAIR_NAMES[kind]
             return {"type": f"timeindex_{kind}", "file": path, "pairs": [{first: a, second: b} for a, b in pairs]}
+        case d.DecodeFailures(path=path, decoder=decoder, count=count, first_offset=first, first_error=error,
+                              fatal_count=fatal, first_fatal_offset=first_fatal):
+            return {
+                "type": "decode_errors",
+                "file": path,
+                "decoder": decoder,
+                "count": count,
+                "firstOffset": first,
+                "firstError": error,
+                "fatalCount": fatal,
+                "firstFatalOffset": first_fatal,
+            }
         case d.NonConsecutive(abs_path=path, pairs=pairs, omitted=omitted):
             obj = {"type": "non_consecutive_offsets", "file": path, "pairs": [{"previous": a, "next": b} for a, b in pairs]}
             if omitted:

@@ -21,6 +21,7 @@ import unicodedata
 
 from kafkatool import dump as d
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
+from kafkatool.record.topics import Decoded
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import checkpoint_value
 from kafkatool.render.terminal import is_terminal, terminal_width
@@ -375,6 +376,10 @@ class TableRenderer:
                     c = controls[i] if controls and i < len(controls) else None
                     value = control_suffix(c).strip() if c else "(control)"
                     append(((f"  {r.offset}", str(r.timestamp), iso_time(r.timestamp), "(control)", escape(value), ""), None))
+            elif item.decoded is not None:
+                vd = self.vd
+                for r, dec in zip(records, item.decoded):
+                    append(_decoded_row(r, dec, vd))
             else:
                 kd, vd = self.kd, self.vd
                 string_keys = kd is _string_decoder
@@ -382,18 +387,40 @@ class TableRenderer:
                 for roff, ts, key, value, headers, _s, _a, _c, _v, _m in records:
                     k = _data_cell(key, string_keys, kd)
                     v = _data_cell(value, string_values, vd)
-                    if headers:
-                        h = escape(
-                            ", ".join(
-                                [f"{hk.decode('utf-8', 'replace')}={'null' if hv is None else vd(hv)}" for hk, hv in headers]
-                            )
-                        )
-                    else:
-                        h = ""
+                    h = _headers_cell(headers, vd) if headers else ""
                     append(((f"  {roff}", str(ts), iso_time(ts), k, v, h), None))
         if len(rows) >= _ROWS_PER_CHUNK:
             return self._flush_rows()
         return ""
+
+
+def _headers_cell(headers, vd) -> str:
+    if not headers:
+        return ""
+    return escape(", ".join([f"{hk.decode('utf-8', 'replace')}={'null' if hv is None else vd(hv)}" for hk, hv in headers]))
+
+
+def _decoded_row(r, dec: Decoded, vd) -> tuple[tuple[str, ...], str | None]:
+    """A record row with an internal-topic decoder's text (kafka-dump-log's compact JSON, or the
+    text of the text decoders) as its key and value cells; red when the record did not decode.
+
+    The key cell is ``null`` for a null key and ``-`` when the decoder prints no key (a
+    ``--cluster-metadata-decoder`` record with a key); the value cell is ``-`` when it prints no
+    payload (an error reported in the key, as kafka-dump-log does), ``error: <message>`` where
+    kafka-dump-log would have stopped."""
+    if dec.key_text is not None:
+        k = dec.key_text
+    else:
+        k = "null" if r.key is None else "-"
+    if dec.fatal:
+        v = f"error: {dec.error}"
+    else:
+        v = dec.payload_text if dec.payload_text is not None else "-"
+    ts = r.timestamp
+    return (
+        (f"  {r.offset}", str(ts), iso_time(ts), escape(k), escape(v), _headers_cell(r.headers, vd)),
+        None if dec.error is None else _BOLD_RED,
+    )
 
 
 def _data_cell(data: bytes | None, is_string: bool, decode) -> str:

@@ -16,6 +16,7 @@ from kafkatool.record.compression import codec_name
 from kafkatool.record.control import control_type_name, kafka_json
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
+from kafkatool.record.topics import Decoded
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import (
     checkpoint_line,
@@ -89,16 +90,34 @@ def record_line(
     control: d.Control | None = None,
     key_decoder: Callable[[bytes], str],
     value_decoder: Callable[[bytes], str],
+    decoded: Decoded | None = None,
 ) -> str:
-    """One ``| offset: ...`` line (spec §15.3)."""
-    data = ""
-    if print_data and not b.is_control:
-        if r.key is not None:
-            data = f" key: {key_decoder(r.key)}"
-        if r.value is not None:
-            data += f" payload: {value_decoder(r.value)}"
-    if skip_metadata:
-        return "|" + data if r.key is not None and data else data
+    """One ``| offset: ...`` line (spec §15.3).
+
+    ``decoded``: an internal-topic decoder's result for the record, whose texts replace the
+    key and payload; one kafka-dump-log would have crashed at prints `` error: <message>``
+    after the metadata (what Kafka had printed when it stopped)."""
+    if decoded is not None:
+        # Kafka's prefix: "| " until the metadata is printed, then " " (DumpLogSegments.dumpLog)
+        prefix = "| " if skip_metadata else " "
+        if decoded.fatal:
+            data = f"{prefix}error: {decoded.error}"
+        else:
+            key_text = decoded.key_text
+            data = "" if key_text is None else f"{prefix}key: {key_text}"
+            if decoded.payload_text is not None:
+                data += f" payload: {decoded.payload_text}"
+        if skip_metadata:
+            return data
+    else:
+        data = ""
+        if print_data and not b.is_control:
+            if r.key is not None:
+                data = f" key: {key_decoder(r.key)}"
+            if r.value is not None:
+                data += f" payload: {value_decoder(r.value)}"
+        if skip_metadata:
+            return "|" + data if r.key is not None and data else data
     key = r.key
     value = r.value
     head = (
@@ -171,6 +190,13 @@ class TextRenderer:
             return
         opts = self.opts
         skip = opts.skip_record_metadata
+        decoded = item.decoded
+        if decoded is not None:  # an internal-topic decoder (data batches only)
+            for r, dec in zip(records, decoded):
+                lines.append(
+                    record_line(b, r, print_data=True, skip_metadata=skip, key_decoder=self.kd, value_decoder=self.vd, decoded=dec)
+                )
+            return
         if b.magic >= 2 and not b.attributes & CONTROL_BIT and not skip:
             _fast_v2_lines(b, records, opts.print_data, self.kd, self.vd, lines.append)
             return
@@ -254,6 +280,22 @@ def _error(self: TextRenderer, item: d.FileError) -> tuple[str, bool]:
     return f"kafkatool: error: {item.error}\n", True
 
 
+def decode_failures_line(item: d.DecodeFailures) -> str:
+    """The ``kafkatool: error:`` line after a file some of whose records did not decode."""
+    records = "1 record" if item.count == 1 else f"{item.count} records"
+    text = (
+        f"kafkatool: error: {item.path}: {records} could not be decoded with --{item.decoder}-decoder "
+        f"(first at offset {item.first_offset}: {item.first_error})"
+    )
+    if item.first_fatal_offset is not None:
+        text += f"; kafka-dump-log would have stopped at offset {item.first_fatal_offset}"
+    return text
+
+
+def _decode_failures(self: TextRenderer, item: d.DecodeFailures) -> tuple[str, bool]:
+    return decode_failures_line(item) + "\n", True
+
+
 def _mismatches(self: TextRenderer, item: d.IndexMismatches) -> tuple[str, bool]:
     lines = [f"Mismatches in :{item.abs_path}"]
     lines += [f"  Index offset: {i}, log offset: {lo}" for i, lo in item.pairs]
@@ -291,6 +333,7 @@ _DISPATCH = {
     d.CheckpointItem: _checkpoint,
     d.TrailingBytes: _trailing,
     d.FileError: _error,
+    d.DecodeFailures: _decode_failures,
     d.IndexMismatches: _mismatches,
     d.TimeIndexProblems: _ts_problems,
     d.NonConsecutive: _non_consecutive,
