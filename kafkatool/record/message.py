@@ -39,7 +39,7 @@ from kafkatool.record.schemas import MESSAGES
 from kafkatool.record.varint import encode_uvarint
 
 __all__ = ["decode", "encode", "clamp_version", "is_flexible", "default_value", "find",
-           "uuid_to_str", "uuid_from_str", "to_json", "json_key", "dumps", "java_double", "has_float64",
+           "uuid_to_str", "uuid_from_str", "to_json", "to_json_reference", "decode_reference", "json_key", "dumps", "java_double", "has_float64",
            "UNKNOWN_TAGS", "MESSAGES"]
 
 UNKNOWN_TAGS = "_unknownTaggedFields"
@@ -342,7 +342,21 @@ class _Reader:
 def decode(name: str, data: bytes, version: int, *, pos: int = 0) -> tuple[dict, int]:
     """Read message ``name`` at ``version`` from ``data[pos:]``; return (value, end position).
 
-    Raises KeyError for an unknown message name, InvalidRecordError for bad bytes."""
+    Raises KeyError for an unknown message name, InvalidRecordError for bad bytes. Runs the
+    reader compiled for (name, version) and, when it gives up on bad bytes, the table walk
+    (:func:`decode_reference`), which raises the located error."""
+    if 0 <= pos <= len(data):
+        fn = _COMPILED.get((name, version)) or _compiled(name, version)
+        try:
+            return fn(data, pos, len(data))
+        except Exception:  # _GiveUp, struct.error, IndexError: the table walk says what is wrong
+            pass
+    return decode_reference(name, data, version, pos=pos)
+
+
+def decode_reference(name: str, data: bytes, version: int, *, pos: int = 0) -> tuple[dict, int]:
+    """:func:`decode` by walking the schema tables field by field (no compiled reader): the
+    reference the compiled readers are tested against, and what locates the errors."""
     m = MESSAGES[name]
     v = clamp_version(name, version)
     flex = m["flexibleFrom"] is not None and v >= m["flexibleFrom"]
@@ -560,6 +574,13 @@ def to_json(name: str, value: dict, version: int) -> dict:
     base64, uuids as base64url; unknown tagged fields are not printed. A float64 is a Python
     float, or the string ``"NaN"``/``"Infinity"``/``"-Infinity"`` as Jackson writes a
     non-finite double. :func:`dumps` gives the text Jackson writes for the tree."""
+    fn = _COMPILED_JSON.get((name, version)) or _compiled_json(name, version)
+    return fn(value)
+
+
+def to_json_reference(name: str, value: dict, version: int) -> dict:
+    """:func:`to_json` by walking the schema tables (the reference its compiled builders are
+    tested against)."""
     m = MESSAGES[name]
     return _json_struct(m["fields"], value, m["structs"], clamp_version(name, version))
 
@@ -654,3 +675,381 @@ def dumps(tree: Any, *, floats: bool = True) -> str:
     if "\\u00" in text:  # Python escapes control characters with lower-case hex
         text = _ESCAPED.sub(_upper_escape, text)
     return text
+
+
+# ---------------------------------------------------------------- compiled readers (the fast path)
+#
+# decode() first runs a reader generated once per (message, version) as Python source: the
+# same walk as _Reader, unrolled for that version (runs of fixed-width fields in one unpack,
+# tagged defaults as locals, the result built as one dict display). It only handles
+# well-formed bytes: at the first doubt (any check that fails, any exception) it gives up and
+# _Reader reads the bytes again, which raises the located error with Kafka's cause. The two
+# must agree on every input (tests/test_message_codec.py and tests/test_topics_metadata.py
+# compare them on random and corrupted messages).
+
+
+class _GiveUp(Exception):
+    """The compiled reader met bytes it does not handle: let _Reader decide."""
+
+
+_FIXED_CODES = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "uint32": "I",
+                "float64": "d"}
+_FIXED_SIZES = {k: _struct.calcsize(">" + c) for k, c in _FIXED_CODES.items()}
+_UUIDS: dict = {}
+
+
+def _uv(data: Any, pos: int) -> tuple[int, int]:
+    """_Reader.uvarint without its messages (a bad varint gives up)."""
+    value = 0
+    shift = 0
+    while True:
+        b = data[pos]  # IndexError past the end: gives up
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise _GiveUp
+
+
+def _uuid(raw: bytes) -> str:
+    text = _UUIDS.get(raw)
+    if text is None:
+        if len(_UUIDS) >= 4096:
+            _UUIDS.clear()
+        text = _UUIDS[raw] = uuid_to_str(raw)
+    return text
+
+
+class _Gen:
+    """Python source of the readers of one message at one version."""
+
+    def __init__(self, structs: dict, v: int) -> None:
+        self.structs = structs
+        self.v = v
+        self.lines: list[str] = []
+        self.consts: dict[str, Any] = {}
+        self.funcs: dict[tuple[int, bool], str] = {}
+        self.n = 0
+
+    def tmp(self) -> str:
+        self.n += 1
+        return f"t{self.n}"
+
+    def const(self, value: Any) -> str:
+        name = f"C{len(self.consts)}"
+        self.consts[name] = value
+        return name
+
+    def length(self, out: list, ind: str, var: str, flex: bool, wide: bool) -> None:
+        """var = a length or count (-1 for null)."""
+        if flex:
+            out.append(f"{ind}{var} = data[pos]")
+            out.append(f"{ind}if {var} < 128:")
+            out.append(f"{ind}    pos += 1")
+            out.append(f"{ind}else:")
+            out.append(f"{ind}    {var}, pos = _uv(data, pos)")
+            out.append(f"{ind}{var} -= 1")
+        else:
+            code = "i" if wide else "h"
+            size = 4 if wide else 2
+            out.append(f"{ind}{var} = _unpack('>{code}', data, pos)[0]")
+            out.append(f"{ind}pos += {size}")
+            out.append(f"{ind}if {var} < 0:")
+            out.append(f"{ind}    {var} = -1")
+
+    def primitive(self, out: list, ind: str, var: str, t: str, flex: bool, nullable: bool) -> None:
+        if t in _FIXED_CODES:
+            out.append(f"{ind}{var} = _unpack('>{_FIXED_CODES[t]}', data, pos)[0]")
+            out.append(f"{ind}pos += {_FIXED_SIZES[t]}")
+            return
+        if t == "bool":
+            out.append(f"{ind}{var} = data[pos] != 0")
+            out.append(f"{ind}pos += 1")
+            return
+        if t == "uuid":
+            out.append(f"{ind}if end - pos < 16:")
+            out.append(f"{ind}    raise _GiveUp")
+            out.append(f"{ind}{var} = _uuid(bytes(data[pos:pos + 16]))")
+            out.append(f"{ind}pos += 16")
+            return
+        n = self.tmp()
+        self.length(out, ind, n, flex, t != "string")
+        out.append(f"{ind}if {n} < 0:")
+        if nullable:
+            out.append(f"{ind}    {var} = None")
+        else:
+            out.append(f"{ind}    raise _GiveUp")
+        out.append(f"{ind}else:")
+        limit = " or " + n + " > 32767" if t == "string" else ""
+        out.append(f"{ind}    if {n} > end - pos{limit}:")
+        out.append(f"{ind}        raise _GiveUp")
+        if t == "string":
+            out.append(f"{ind}    {var} = str(data[pos:pos + {n}], 'utf-8', 'replace')")
+        else:
+            out.append(f"{ind}    {var} = bytes(data[pos:pos + {n}])")
+        out.append(f"{ind}    pos += {n}")
+
+    def value(self, out: list, ind: str, var: str, f: tuple, flex: bool, nullable: bool, tagged: bool) -> None:
+        t = f[_TYPE]
+        if t.startswith("[]"):
+            n = self.tmp()
+            self.length(out, ind, n, flex, True)
+            out.append(f"{ind}if {n} < 0:")
+            out.append(f"{ind}    {var} = None" if nullable else f"{ind}    raise _GiveUp")
+            out.append(f"{ind}else:")
+            out.append(f"{ind}    if {n} > end - pos:")
+            out.append(f"{ind}        raise _GiveUp")
+            et = t[2:]
+            inner = ind + "    "
+            if et in _FIXED_CODES:
+                out.append(f"{inner}{var} = list(_unpack('>%d{_FIXED_CODES[et]}' % {n}, data, pos))")
+                out.append(f"{inner}pos += {_FIXED_SIZES[et]} * {n}")
+                return
+            item = self.tmp()
+            out.append(f"{inner}{var} = []")
+            out.append(f"{inner}for _ in range({n}):")
+            if et in _PRIMITIVES:
+                self.primitive(out, inner + "    ", item, et, flex, False)
+            else:
+                fn = self.struct_func(_struct_fields(f, self.structs), flex)
+                out.append(f"{inner}    {item}, pos = {fn}(data, pos, end)")
+            out.append(f"{inner}    {var}.append({item})")
+            return
+        if t in _PRIMITIVES:
+            self.primitive(out, ind, var, t, flex, nullable)
+            return
+        fn = self.struct_func(_struct_fields(f, self.structs), flex)
+        if nullable:
+            m = self.tmp()
+            if tagged:
+                out.append(f"{ind}{m} = data[pos]")
+                out.append(f"{ind}if {m} < 128:")
+                out.append(f"{ind}    pos += 1")
+                out.append(f"{ind}else:")
+                out.append(f"{ind}    {m}, pos = _uv(data, pos)")
+                out.append(f"{ind}if {m} == 0:")
+            else:
+                out.append(f"{ind}{m} = _unpack('>b', data, pos)[0]")
+                out.append(f"{ind}pos += 1")
+                out.append(f"{ind}if {m} < 0:")
+            out.append(f"{ind}    {var} = None")
+            out.append(f"{ind}else:")
+            out.append(f"{ind}    {var}, pos = {fn}(data, pos, end)")
+            return
+        out.append(f"{ind}{var}, pos = {fn}(data, pos, end)")
+
+    def default_expr(self, f: tuple) -> str:
+        d = default_value(f, self.structs)
+        if isinstance(d, list):
+            return "[]"
+        if isinstance(d, dict):
+            return f"_default({self.const(f)}, _STRUCTS)"
+        return repr(d) if isinstance(d, (int, float, str, bool, bytes, type(None))) and not (
+            isinstance(d, float) and not _math.isfinite(d)) else self.const(d)
+
+    def struct_func(self, fields: tuple, flex: bool) -> str:
+        key = (id(fields), flex)
+        if key in self.funcs:
+            return self.funcs[key]
+        fn = f"_s{len(self.funcs)}"
+        self.funcs[key] = fn
+        v = self.v
+        out = [f"def {fn}(data, pos, end):"]
+        names: list[str] = []
+        tagged: list[tuple[tuple, str]] = []
+        run: list[tuple[str, str]] = []  # consecutive fixed-width reads: one unpack
+
+        def flush() -> None:
+            if not run:
+                return
+            fmt = ">" + "".join(_FIXED_CODES[t] for _, t in run)
+            size = _struct.calcsize(fmt)
+            targets = ", ".join(var for var, _ in run) + ("," if len(run) == 1 else "")
+            out.append(f"    {targets} = _unpack('{fmt}', data, pos)")
+            out.append(f"    pos += {size}")
+            run.clear()
+
+        for i, f in enumerate(fields):
+            var = f"f{i}"
+            names.append(var)
+            is_tag = f[_TAG] is not None and flex and _in(f[_TAGGED], v)
+            if f[_TAG] is not None:
+                tagged.append((f, var))
+            if not _in(f[_VERSIONS], v) or is_tag:
+                flush()
+                out.append(f"    {var} = {self.default_expr(f)}")
+                continue
+            if f[_TYPE] in _FIXED_CODES:
+                run.append((var, f[_TYPE]))
+                continue
+            flush()
+            self.value(out, "    ", var, f, flex, _in(f[_NULLABLE], v), False)
+        flush()
+        unknown = False
+        if flex:
+            unknown = True
+            out.append("    unknown = None")
+            out.append("    nt = data[pos]")
+            out.append("    if nt < 128:")
+            out.append("        pos += 1")
+            out.append("    else:")
+            out.append("        nt, pos = _uv(data, pos)")
+            out.append("    if nt > end - pos:")
+            out.append("        raise _GiveUp")
+            out.append("    for _ in range(nt):")
+            out.append("        tag, pos = _uv(data, pos)")
+            out.append("        size, pos = _uv(data, pos)")
+            out.append("        if size > end - pos:")
+            out.append("            raise _GiveUp")
+            out.append("        tend = pos + size")
+            word = "if"
+            for f, var in tagged:
+                out.append(f"        {word} tag == {f[_TAG]}:")
+                word = "elif"
+                if not _in(f[_TAGGED], v):
+                    out.append("            raise _GiveUp")
+                    continue
+                out.append("            oend = end")
+                out.append("            end = tend")
+                self.value(out, "            ", var, f, True, _in(f[_NULLABLE], v), True)
+                out.append("            end = oend")
+                out.append("            if pos != tend:")
+                out.append("                raise _GiveUp")
+            if tagged:
+                out.append("        else:")
+                out.append("            if unknown is None:")
+                out.append("                unknown = []")
+                out.append("            unknown.append((tag, bytes(data[pos:tend])))")
+                out.append("            pos = tend")
+            else:
+                out.append("        if unknown is None:")
+                out.append("            unknown = []")
+                out.append("        unknown.append((tag, bytes(data[pos:tend])))")
+                out.append("        pos = tend")
+        items = ", ".join(f"{f[_NAME]!r}: {var}" for f, var in zip(fields, names))
+        out.append(f"    out = {{{items}}}")
+        if unknown:
+            out.append("    if unknown:")
+            out.append(f"        out[{UNKNOWN_TAGS!r}] = unknown")
+        out.append("    return out, pos")
+        self.lines.extend(out)
+        self.lines.append("")
+        return fn
+
+
+_COMPILED: dict[tuple[str, int], Any] = {}
+
+
+def _compiled(name: str, version: int) -> Any:
+    """The compiled reader of ``name`` at ``version`` (made on first use)."""
+    fn = _COMPILED.get((name, version))
+    if fn is None:
+        m = MESSAGES[name]
+        v = clamp_version(name, version)
+        flex = m["flexibleFrom"] is not None and v >= m["flexibleFrom"]
+        gen = _Gen(m["structs"], v)
+        top = gen.struct_func(m["fields"], flex)
+        namespace: dict[str, Any] = {
+            "_unpack": _struct.unpack_from, "_uv": _uv, "_uuid": _uuid, "_GiveUp": _GiveUp,
+            "_default": default_value, "_STRUCTS": m["structs"], **gen.consts,
+        }
+        exec(compile("\n".join(gen.lines), f"<kafkatool.record.message reader {name} v{v}>", "exec"), namespace)
+        fn = _COMPILED[(name, version)] = namespace[top]
+    return fn
+
+
+class _JGen:
+    """Python source of the JSON-tree builders (to_json) of one message at one version."""
+
+    def __init__(self, structs: dict, v: int) -> None:
+        self.structs = structs
+        self.v = v
+        self.lines: list[str] = []
+        self.consts: dict[str, Any] = {}
+        self.funcs: dict[int, str] = {}
+
+    def const(self, value: Any) -> str:
+        name = f"C{len(self.consts)}"
+        self.consts[name] = value
+        return name
+
+    def convert(self, f: tuple, x: str) -> str:
+        """The expression of _json_value(f, x) (x a plain name)."""
+        t = f[_TYPE]
+        if t.startswith("[]"):
+            et = t[2:]
+            if et in ("bytes", "records"):
+                return f"None if {x} is None else [_b64(e).decode('ascii') for e in {x}]"
+            if et in _PRIMITIVES:
+                return f"None if {x} is None else list({x})"
+            fn = self.func(_struct_fields(f, self.structs))
+            return f"None if {x} is None else [{fn}(e) for e in {x}]"
+        if t in ("bytes", "records"):
+            return f"None if {x} is None else _b64({x}).decode('ascii')"
+        if t == "float64":
+            return f"{x} if {x} is None or _isfinite({x}) else _jd({x})"
+        if t in _PRIMITIVES:
+            return x
+        fn = self.func(_struct_fields(f, self.structs))
+        return f"None if {x} is None else {fn}({x})"
+
+    def shown(self, f: tuple, x: str) -> str:
+        """The expression of _json_shown(f, x)."""
+        if f[_DEFAULT] == "null":
+            return f"{x} is not None"
+        t = f[_TYPE]
+        if t.startswith("[]") or t in ("bytes", "records"):
+            return f"{x} is None or len({x}) > 0"
+        return f"{x} != {self.const(default_value(f, self.structs))}"
+
+    def func(self, fields: tuple) -> str:
+        if id(fields) in self.funcs:
+            return self.funcs[id(fields)]
+        fn = f"_j{len(self.funcs)}"
+        self.funcs[id(fields)] = fn
+        v = self.v
+        out = [f"def {fn}(value):"]
+        display: list[str] = []  # the leading untagged fields: one dict display
+        rest: list[str] = []
+        for i, f in enumerate(fields):
+            if not _in(f[_VERSIONS], v):
+                continue
+            x = f"x{i}"
+            name = f[_NAME]
+            out.append(f"    {x} = value[{name!r}] if {name!r} in value else "
+                       f"_default({self.const(f)}, _STRUCTS)")
+            key = json_key(name)
+            if _in(f[_TAGGED], v):
+                rest.append(f"    if {self.shown(f, x)}:")
+                rest.append(f"        out[{key!r}] = {self.convert(f, x)}")
+            elif rest:
+                rest.append(f"    out[{key!r}] = {self.convert(f, x)}")
+            else:
+                display.append(f"{key!r}: {self.convert(f, x)}")
+        out.append(f"    out = {{{', '.join(display)}}}")
+        out.extend(rest)
+        out.append("    return out")
+        self.lines.extend(out)
+        self.lines.append("")
+        return fn
+
+
+_COMPILED_JSON: dict[tuple[str, int], Any] = {}
+
+
+def _compiled_json(name: str, version: int) -> Any:
+    fn = _COMPILED_JSON.get((name, version))
+    if fn is None:
+        m = MESSAGES[name]
+        gen = _JGen(m["structs"], clamp_version(name, version))
+        top = gen.func(m["fields"])
+        namespace: dict[str, Any] = {
+            "_b64": base64.b64encode, "_isfinite": _math.isfinite, "_jd": java_double,
+            "_default": default_value, "_STRUCTS": m["structs"], **gen.consts,
+        }
+        exec(compile("\n".join(gen.lines), f"<kafkatool.record.message to_json {name} v{version}>", "exec"),
+             namespace)
+        fn = _COMPILED_JSON[(name, version)] = namespace[top]
+    return fn
