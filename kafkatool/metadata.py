@@ -805,6 +805,8 @@ def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataRepo
             problems.extend(snap_problems)
             break
         report.skipped_snapshots.append(snap)
+        problems.append(Problem("invalid_snapshot", f"not a valid snapshot ({snap.reason}): skipped for an older "
+                                                    "one, or the log from its start", snap.path))
     report.state = state
     start = report.snapshot.end_offset if report.snapshot else 0
     if report.snapshot is not None:
