@@ -275,6 +275,27 @@ def test_a_null_key_is_an_error_line_and_the_dump_goes_on(run, tmp_path):
     assert not any(str(other) in line and "could not be decoded" in line for line in err)
 
 
+def test_records_that_did_not_decode_are_reported_before_what_stopped_the_file(run, tmp_path):
+    """A null key, then a batch whose size field is below 14 (kafka-dump-log's CorruptRecordException):
+    the decode summary, then the file's error, then the next file; one stderr line each."""
+    log = _write(
+        tmp_path / "__consumer_offsets-0", SEG,
+        _batch(RecordSpec(0, T0, None, OC_VALUE)),
+        b"\x00" * 8 + struct.pack(">i", 5) + b"\x00" * 20,
+    )
+    other = _write(tmp_path / "__consumer_offsets-1", SEG, _batch(RecordSpec(7, T0, OC_KEY, OC_VALUE)))
+    r = run("dump", "--offsets-decoder", str(log), str(other))
+    assert r.code == 1, r
+    err = [line for line in r.err.splitlines() if line.startswith("kafkatool: error: ")]
+    assert len(err) == 2, r.err
+    assert err[0].startswith(f"kafkatool: error: {log}: 1 record could not be decoded with --offsets-decoder (first at offset 0: ")
+    assert err[1].startswith(f"kafkatool: error: {log}:") and "could not be decoded" not in err[1]
+    assert _record_lines(r.out)[-1] == GOLDEN_OFFSETS
+    objs = _objects(run("dump", "--offsets-decoder", "--format", "jsonl", str(log), str(other)).out)
+    types = [o["type"] for o in objs]
+    assert types.index("decode_errors") + 1 == types.index("error") < types.index("file", 2)
+
+
 def test_share_group_state_null_key_names_its_decoder(run, tmp_path):
     log = _write(tmp_path / "__share_group_state-0", SEG, _batch(RecordSpec(0, T0, None, b"\x00\x00")))
     r = run("dump", "--share-group-state-decoder", str(log))
