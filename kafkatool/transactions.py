@@ -307,10 +307,8 @@ def _walk(partition: Partition, segments: list[Segment], problems: list[Problem]
     :class:`Problem` in ``problems``, the walk going on after it."""
     for seg in segments:
         path = seg.log_path
-        try:
-            f = open_log(path)
-        except KafkaToolError as e:
-            problems.append(Problem(e.path or path, e.position, e.kind or "unreadable", e.message))
+        f = _open(seg, problems)
+        if f is None:
             continue
         try:
             fd = f.fileno()
@@ -326,6 +324,15 @@ def _walk(partition: Partition, segments: list[Segment], problems: list[Problem]
             problems.append(Problem(path, None, "unreadable", e.strerror or str(e)))
         finally:
             f.close()
+
+
+def _open(seg: Segment, problems: list[Problem]):
+    """The segment's ``.log`` open for reading, or None (a problem said why)."""
+    try:
+        return open_log(seg.log_path)
+    except KafkaToolError as e:
+        problems.append(Problem(e.path or seg.log_path, e.position, e.kind or "unreadable", e.message))
+        return None
 
 
 def _marker(batch: Batch, data, path: str) -> tuple[int, int]:
@@ -407,59 +414,76 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
     first_offset: int | None = None
     last: Batch | None = None
     newest = -1
-    for b, data, path in _walk(partition, segments, problems):
-        batches += 1
-        if first_offset is None:
-            first_offset = b.offset if b.magic >= 2 else b.last_offset
-        last = b
-        if b.max_timestamp > newest:
-            newest = b.max_timestamp
-        attrs = b.attributes
-        if b.magic < 2 or not attrs & TRANSACTIONAL_BIT:
-            continue  # (transactions exist only in v2 batches; a legacy entry has no such bit)
-        transactional += 1
-        pid = b.producer_id
-        if b.crc != b.computed_crc:
-            problems.append(Problem(path, b.position, "crc_mismatch",
-                                    f"the batch's bytes do not match its CRC (stored crc {b.crc}, computed crc "
-                                    f"{b.computed_crc}; the batch spans {b.size} bytes): its header is used all the same"))
-        if attrs & CONTROL_BIT:
-            try:
-                type_id, coordinator_epoch = _marker(b, data, path)
-            except KafkaToolError as e:
-                problems.append(Problem(e.path or path, e.position if e.position is not None else b.position,
-                                        e.kind or "invalid_record", f"a control batch whose marker does not decode: {e.message}"))
-                continue
-            if type_id not in (ControlType.ABORT, ControlType.COMMIT):
-                continue
-            coordinator_epochs[pid] = coordinator_epoch
-            row = open_.pop(pid, None)
-            if row is None:
-                empty += 1
-                continue
-            if type_id == ControlType.COMMIT:
-                committed += 1
-            else:
-                aborted += 1
-            if b.producer_epoch > row[_EPOCH]:
-                fenced += 1
+    for seg in segments:
+        path = seg.log_path
+        f = _open(seg, problems)
+        if f is None:
             continue
-        # transactional data: the first batch opens the producer's transaction
-        first_ts = b.max_timestamp if attrs & _FIRST_IS_MAX else b.base_timestamp
-        last_offset = b.offset + b.last_offset_delta
-        row = open_.get(pid)
-        if row is None:
-            open_[pid] = [b.offset, last_offset, first_ts, b.max_timestamp, b.producer_epoch, b.producer_epoch, 1,
-                          b.count, coordinator_epochs.get(pid, -1), False]
-        else:
-            row[_LAST] = last_offset
-            if row[_FIRST_TS] < 0:
-                row[_FIRST_TS] = first_ts
-            if b.max_timestamp > row[_LAST_TS]:
-                row[_LAST_TS] = b.max_timestamp
-            row[_EPOCH] = b.producer_epoch
-            row[_BATCHES] += 1
-            row[_RECORDS] += b.count
+        try:
+            size = os.fstat(f.fileno()).st_size
+            # the walk is inlined here (no generator of our own per batch): this loop is the cost
+            for item in batches_and_regions(seg, f.fileno(), 0, size, size):
+                if item.__class__ is BadRegion:
+                    problems.append(Problem(path, item.start, item.kind, item.message))  # type: ignore[union-attr]
+                    continue
+                b, data = item  # type: ignore[misc]
+                (_pos, _size, offset, magic, crc, attrs, lod, base_ts, max_ts, pid, epoch, _seq, count, _ple,
+                 computed) = b
+                batches += 1
+                if first_offset is None:
+                    first_offset = offset if magic >= 2 else b.last_offset
+                last = b
+                if max_ts > newest:
+                    newest = max_ts
+                if magic < 2 or not attrs & TRANSACTIONAL_BIT:
+                    continue  # (transactions exist only in v2 batches; a legacy entry has no such bit)
+                transactional += 1
+                if crc != computed:
+                    problems.append(Problem(path, b.position, "crc_mismatch",
+                                            f"the batch's bytes do not match its CRC (stored crc {crc}, computed crc "
+                                            f"{computed}; the batch spans {b.size} bytes): its header is used all the same"))
+                if attrs & CONTROL_BIT:
+                    try:
+                        type_id, coordinator_epoch = _marker(b, data, path)
+                    except KafkaToolError as e:
+                        problems.append(Problem(e.path or path, e.position if e.position is not None else b.position,
+                                                e.kind or "invalid_record",
+                                                f"a control batch whose marker does not decode: {e.message}"))
+                        continue
+                    if type_id != ControlType.ABORT and type_id != ControlType.COMMIT:
+                        continue
+                    coordinator_epochs[pid] = coordinator_epoch
+                    row = open_.pop(pid, None)
+                    if row is None:
+                        empty += 1
+                        continue
+                    if type_id == ControlType.COMMIT:
+                        committed += 1
+                    else:
+                        aborted += 1
+                    if epoch > row[_EPOCH]:
+                        fenced += 1
+                    continue
+                # transactional data: the first batch opens the producer's transaction
+                row = open_.get(pid)
+                if row is None:
+                    open_[pid] = [offset, offset + lod, max_ts if attrs & _FIRST_IS_MAX else base_ts, max_ts, epoch,
+                                  epoch, 1, count, coordinator_epochs.get(pid, -1), False]
+                else:
+                    row[_LAST] = offset + lod
+                    if row[_FIRST_TS] < 0:
+                        row[_FIRST_TS] = max_ts if attrs & _FIRST_IS_MAX else base_ts
+                    if max_ts > row[_LAST_TS]:
+                        row[_LAST_TS] = max_ts
+                    row[_EPOCH] = epoch
+                    row[_BATCHES] += 1
+                    row[_RECORDS] += count
+        except KafkaToolError as e:  # not about the bytes: the file cannot be read
+            problems.append(Problem(e.path or path, e.position, e.kind or "unreadable", e.message))
+        except OSError as e:
+            problems.append(Problem(path, None, "unreadable", e.strerror or str(e)))
+        finally:
+            f.close()
     log_end = _end(last, segments)
     log_start = first_offset if first_offset is not None else (segments[0].base_offset if segments else None)
     opened = []

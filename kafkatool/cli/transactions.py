@@ -31,7 +31,7 @@ def _now(ctx, param, value):
               help="Only open transactions, and the transactional ids whose state is active (Ongoing, Prepare*) "
                    "or that own an open transaction.")
 @click.option("--topic", "topics", multiple=True, metavar="TOPIC",
-              help="Search only this topic's partitions for open transactions (repeatable; __transaction_state "
+              help="Search only this topic's partitions for open transactions (__transaction_state "
                    "is always read).")
 @click.option("--now", "now_ms", metavar="TIME", callback=_now,
               help="Measure ages to this time: epoch milliseconds or ISO 8601 (2024-05-01T12:00:00Z). "
