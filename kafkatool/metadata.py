@@ -240,7 +240,7 @@ class MetadataReport:
     """bootstrap.checkpoint: ``{"file", "features": {name: level}, "records"}`` (shown, not applied)."""
     at_offset: int | None = None
     log_start_offset: int | None = None
-    """The first offset of the log's first batch (None: no batch)."""
+    """The base offset of the log's first segment (its file name; None: no segment)."""
     log_end_offset: int | None = None
     """The offset after the last batch read (the next offset)."""
     last_offset: int | None = None
@@ -819,6 +819,9 @@ def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataRepo
     applier.applied = report.snapshot.records if report.snapshot else 0
     at = opts.at_offset
     segments = part.segments()
+    if segments:
+        report.log_start_offset = segments[0].base_offset
+    first_batch = True
     if segments and start > 0:
         bases = [s.base_offset for s in segments]
         first_needed = max((i for i, b in enumerate(bases) if b <= start), default=0)
@@ -832,8 +835,8 @@ def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataRepo
         current["file"] = seg.log_path
         walk = _Walk(seg, offset=start if start > 0 else None)
         for batch, chunks in walk:
-            if report.log_start_offset is None:
-                report.log_start_offset = batch.offset
+            if first_batch:
+                first_batch = False
                 if batch.offset > start:
                     problems.append(Problem(
                         "log_gap", f"the log starts at offset {batch.offset} but "

@@ -25,8 +25,9 @@ _SECTIONS = ("cluster", "brokers", "topics", "partitions", "configs", "quotas", 
 @click.option("--at-offset", type=click.IntRange(min=0), metavar="N",
               help="Replay only the records below offset N (N itself excluded, as a snapshot's end offset): "
                    "the state just before the record at N, from the newest valid snapshot at or below N.")
-@click.option("--section", "sections", type=click.Choice(_SECTIONS), multiple=True,
-              help="Only these sections (repeatable; default all). Problems are always shown.")
+@click.option("--section", "sections", type=click.Choice(_SECTIONS), multiple=True, metavar="SECTION",
+              help="Only this section (repeatable; default all): " + ", ".join(_SECTIONS)
+                   + ". Problems are always shown.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary line on stderr.")
 def metadata(logdir, fmt, topic, at_offset, sections, quiet) -> None:
     """The cluster's state replayed from the KRaft metadata log of LOGDIR, offline: the newest
