@@ -39,6 +39,11 @@ def h(s: str) -> bytes:
     return bytes.fromhex(s.replace(" ", ""))
 
 
+def _uuid(raw: bytes) -> str:
+    """Kafka's Uuid.toString: base64url without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
 # --------------------------------------------------------------------------- §16.9 payloads
 
 # OffsetCommit: type 1, group "g1", topic "t1", partition 0 / v3, offset 42, leaderEpoch 5, metadata "", T0
@@ -140,6 +145,51 @@ def test_transaction_log_decoder_prints_the_golden_line(run, tmp_path, value):
         f"| offset: 0 CreateTime: 1700000000000 keySize: 7 valueSize: {len(value)} sequence: -1 headerKeys: [] "
         f"key: {TX_KEY_TEXT} payload: {TX_PAYLOAD_TEXT}"
     )
+
+
+def _group_metadata(subscription: bytes, assignment: bytes) -> tuple[bytes, bytes]:
+    key = h("0002 0005") + b"group"
+    member = {"memberId": "member", "groupInstanceId": "instance", "clientId": "client", "clientHost": "host",
+              "rebalanceTimeout": 1000, "sessionTimeout": 100, "subscription": subscription, "assignment": assignment}
+    value = h("0004") + message.encode(
+        "GroupMetadataValue",
+        {"protocolType": "consumer", "generation": 10, "protocol": "range", "leader": "member", "currentStateTimestamp": -1,
+         "members": [member]},
+        4,
+    )
+    return key, value
+
+
+_GROUP_HEAD = (
+    '{"version":"4","data":{"protocolType":"consumer","generation":10,"protocol":"range","leader":"member",'
+    '"currentStateTimestamp":-1,"members":[{"memberId":"member","groupInstanceId":"instance","clientId":"client",'
+    '"clientHost":"host","rebalanceTimeout":1000,"sessionTimeout":100,'
+)
+
+
+def test_offsets_decoder_decodes_the_consumer_protocol(run, tmp_path):
+    """DumpLogSegmentsTest.testOffsetsMessageParser: a classic consumer group's member subscription and
+    assignment print as JSON (v3, ConsumerProtocol.serialize*), and stay base64 when they do not decode."""
+    subscription = h("0003") + message.encode(
+        "ConsumerProtocolSubscription",
+        {"Topics": ["foo"], "UserData": None, "OwnedPartitions": [{"Topic": "foo", "Partitions": [0]}], "GenerationId": 0,
+         "RackId": "rack"},
+        3,
+    )
+    assignment = h("0003") + message.encode(
+        "ConsumerProtocolAssignment", {"AssignedPartitions": [{"Topic": "foo", "Partitions": [0]}], "UserData": None}, 3
+    )
+    good = _group_metadata(subscription, assignment)
+    bad = _group_metadata(b"Subscription", b"Assignment")
+    log = _write(tmp_path / "__consumer_offsets-0", SEG, _batch(RecordSpec(0, T0, *good), RecordSpec(1, T0, *bad)))
+    r = run("dump", "--offsets-decoder", "--skip-record-metadata", str(log))
+    assert r.code == 0, r
+    key = '| key: {"type":"2","data":{"group":"group"}} payload: '
+    assert r.lines[3:] == [
+        key + _GROUP_HEAD + '"subscription":{"topics":["foo"],"userData":null,"ownedPartitions":[{"topic":"foo","partitions":[0]}],'
+        '"generationId":0,"rackId":"rack"},"assignment":{"assignedPartitions":[{"topic":"foo","partitions":[0]}],"userData":null}}]}}',
+        key + _GROUP_HEAD + '"subscription":"U3Vic2NyaXB0aW9u","assignment":"QXNzaWdubWVudA=="}]}}',
+    ]
 
 
 def test_a_tombstone_prints_delete(run, tmp_path):
@@ -296,6 +346,29 @@ def test_records_that_did_not_decode_are_reported_before_what_stopped_the_file(r
     assert types.index("decode_errors") + 1 == types.index("error") < types.index("file", 2)
 
 
+def test_share_group_state_decoder(run, tmp_path):
+    """DumpLogSegmentsTest.testShareGroupStateMessageParser's records and strings, bytes by hand (§14.4)."""
+    topic_id = base64.urlsafe_b64decode("Uj5wn_FqTXirEASvVZRY1w==")
+    key_body = h("0003") + b"gs1" + topic_id + h("00000000")  # GroupId, TopicId, Partition (not flexible)
+    batch = h("0000000000000000 0000000000000004 02 0001 00")  # first 0, last 4, state 2, count 1, no tags
+    snapshot_value = h("0000" "0000" "00000000" "00000000" "0000000000000000" "02") + batch + b"\x00"
+    update_value = h("0000" "0000" "00000000" "0000000000000000" "02") + batch + b"\x00"
+    log = _write(
+        tmp_path / "__share_group_state-0", SEG,
+        _batch(RecordSpec(0, T0, h("0000") + key_body, snapshot_value), RecordSpec(1, T0, h("0001") + key_body, update_value),
+               RecordSpec(2, T0, h("0000") + key_body, None)),
+    )
+    r = run("dump", "--share-group-state-decoder", "--skip-record-metadata", str(log))
+    assert r.code == 0, r
+    key = '"data":{"groupId":"gs1","topicId":"Uj5wn_FqTXirEASvVZRY1w","partition":0}}'
+    batches = '"stateBatches":[{"firstOffset":0,"lastOffset":4,"deliveryState":2,"deliveryCount":1}]'
+    assert r.lines[3:] == [
+        f'| key: {{"type":"0",{key} payload: {{"type":"0","data":{{"snapshotEpoch":0,"stateEpoch":0,"leaderEpoch":0,"startOffset":0,{batches}}}}}',
+        f'| key: {{"type":"1",{key} payload: {{"type":"0","data":{{"snapshotEpoch":0,"leaderEpoch":0,"startOffset":0,{batches}}}}}',
+        f'| key: {{"type":"0",{key} payload: <DELETE>',
+    ]
+
+
 def test_share_group_state_null_key_names_its_decoder(run, tmp_path):
     log = _write(tmp_path / "__share_group_state-0", SEG, _batch(RecordSpec(0, T0, None, b"\x00\x00")))
     r = run("dump", "--share-group-state-decoder", str(log))
@@ -380,6 +453,43 @@ def test_cluster_metadata_errors_are_inline(run, tmp_path):
     assert lines[3] == GOLDEN_METADATA.replace("offset: 0 ", "offset: 3 ")
     assert r.code == 1, r
     assert "2 records could not be decoded with --cluster-metadata-decoder (first at offset 1: " in r.err
+
+
+def _remote_records() -> tuple[bytes, bytes, str, str]:
+    """RemoteLogSegmentMetadataUpdateRecord and RemotePartitionDeleteMetadataRecord v0 by hand (§14.5:
+    frame 1, apiKey, version 0, flexible bodies), and Kafka's toString of each
+    (DumpLogSegmentsTest.testDumpRemoteLogMetadataMultipleRecordsOneBatch)."""
+    topic_id, segment_id = bytes(range(16)), bytes(range(16, 32))
+    tip = b"\x04foo" + topic_id + h("00000000") + b"\x00"  # TopicIdPartitionEntry: name, id, partition, no tags
+    update = (h("01 01 00") + tip + segment_id + b"\x00"  # RemoteLogSegmentIdEntry
+              + h("00000000") + h("0000000000000000") + h("05 00010203") + h("01") + b"\x00")  # COPY_SEGMENT_FINISHED
+    delete = h("01 02 00") + tip + h("00000000") + h("0000000000000000") + h("00") + b"\x00"  # DELETE_PARTITION_MARKED
+    tid, sid = _uuid(topic_id), _uuid(segment_id)
+    update_text = (
+        f"RemoteLogSegmentMetadataUpdate{{remoteLogSegmentId=RemoteLogSegmentId{{topicIdPartition={tid}:foo-0, id={sid}}}, "
+        "customMetadata=Optional[CustomMetadata{4 bytes}], state=COPY_SEGMENT_FINISHED, eventTimestampMs=0, brokerId=0}"
+    )
+    delete_text = f"RemotePartitionDeleteMetadata{{topicPartition={tid}:foo-0, state=DELETE_PARTITION_MARKED, eventTimestampMs=0, brokerId=0}}"
+    return update, delete, update_text, delete_text
+
+
+def test_remote_log_metadata_decoder(run, tmp_path):
+    update, delete, update_text, delete_text = _remote_records()
+    log = _write(
+        tmp_path / "__remote_log_metadata-0", SEG,
+        _batch(RecordSpec(0, T0, None, update), RecordSpec(1, T0, None, delete)),
+        _batch(RecordSpec(2, T0, None, update), RecordSpec(3, T0, None, delete)),
+    )
+    r = run("dump", "--remote-log-metadata-decoder", str(log))
+    assert r.code == 0 and r.err == "", r
+    assert sum(line.startswith("baseOffset: ") for line in r.lines) == 2
+    assert _record_lines(r.out) == [
+        f"| offset: {o} CreateTime: {T0} keySize: -1 valueSize: {len(v)} sequence: -1 headerKeys: [] payload: {t}"
+        for o, v, t in ((0, update, update_text), (1, delete, delete_text), (2, update, update_text), (3, delete, delete_text))
+    ]
+    [rec] = [o for o in _objects(run("dump", "--remote-log-metadata-decoder", "--format", "jsonl", str(log)).out)
+             if o["type"] == "record" and o["offset"] == 1]
+    assert isinstance(rec["valueDecoded"], dict) and "DELETE_PARTITION_MARKED" in json.dumps(rec["valueDecoded"])
 
 
 def test_remote_log_metadata_corrupted_payload(run, tmp_path):
@@ -495,10 +605,6 @@ def test_table_shows_the_decoded_text(run, tmp_path):
 
 
 # --------------------------------------------------------------------------- KRaft snapshots
-
-
-def _uuid(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
 TOPIC_ID = bytes(range(16))
