@@ -525,7 +525,8 @@ class _Applier:
                                    "nextProducerId": d["NextProducerId"]}
 
     def _quota(self, d: dict, offset: int) -> None:
-        entity = tuple(sorted((e["EntityType"], e["EntityName"]) for e in d["Entity"]))
+        entity = tuple(sorted(((e["EntityType"], e["EntityName"]) for e in d["Entity"]),
+                              key=lambda kv: (kv[0], kv[1] is not None, kv[1] or "")))
         if d["Remove"]:
             quotas = self.state.quotas.get(entity)
             if quotas is not None:
@@ -631,7 +632,13 @@ class _Walk:
         self.tail: BadRegion | None = None
         self.end_position = 0
 
-    def __iter__(self) -> Iterator[tuple[Batch, Iterator[list]]]:
+    def __iter__(self) -> Iterator[tuple[Batch, list]]:
+        try:
+            yield from self._walk()
+        except KafkaToolError as e:  # not the bytes: the file cannot be opened or read
+            self.damage = Problem("unreadable", e.message, self.segment.log_path, e.position)
+
+    def _walk(self) -> Iterator[tuple[Batch, list]]:
         path = self.segment.log_path
         f = open_log(path)
         with f:

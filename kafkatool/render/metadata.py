@@ -12,6 +12,7 @@ The schema is in kafkatool-metadata(1).
 from __future__ import annotations
 
 import json
+import math
 from typing import Iterable, Iterator
 
 from kafkatool.metadata import (
@@ -48,6 +49,13 @@ dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 HIGH_WATERMARK_NOTE = ("offline, the high watermark is unknown: the last records replayed may not have been committed "
                        "by the quorum (a newly elected leader truncates an uncommitted tail)")
+
+
+def _number(v: float) -> float | str:
+    """A quota value; NaN and the infinities (which JSON has no number for) as Java prints them."""
+    if math.isfinite(v):
+        return v
+    return "NaN" if math.isnan(v) else ("Infinity" if v > 0 else "-Infinity")
 
 
 def _features(features: dict[str, tuple[int, int]]) -> dict:
@@ -168,7 +176,8 @@ def objects(r: MetadataReport, *, topic: str | None = None, sections: Iterable[s
     if topic is None:
         if "quotas" in want:
             for entity, quotas in sorted(s.quotas.items(), key=lambda kv: [(k, v or "") for k, v in kv[0]]):
-                yield {"type": "quota", "entity": {k: v for k, v in entity}, "quotas": dict(sorted(quotas.items()))}
+                yield {"type": "quota", "entity": {k: v for k, v in entity},
+                       "quotas": {k: _number(v) for k, v in sorted(quotas.items())}}
         if "acls" in want:
             for acl in sorted(s.acls.values(), key=lambda a: (a["resourceType"], a["resourceName"], a["principal"],
                                                               a["operation"], a["id"])):
