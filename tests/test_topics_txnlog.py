@@ -1,0 +1,232 @@
+"""--transaction-log-decoder (kafkatool.record.topics.txnlog).
+
+Bytes are written by hand here from TransactionLog{Key,Value}.json (not with kafkatool's
+encoder); expected texts come from spec §16.9, Kafka's TransactionLogTest, and — for the
+order of the partition list — Scala 2.13's own mutable.HashSet: the vectors below were
+printed by a Java program that fills scala-library's HashSet exactly as
+TransactionLog.readTxnRecordValue does (TopicPartition's hashCode/equals/toString copied),
+run on JDK 17 with scala-library 2.13.18.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkatool.record.topics import Decoded, Message, decoder
+from kafkatool.record.topics.txnlog import STATES, decode, java_string_hash, partitions_in_kafka_order
+
+
+def h(text: str) -> bytes:
+    return bytes.fromhex("".join(text.split()))
+
+
+def s16(text: str) -> str:
+    raw = text.encode()
+    return struct.pack(">h", len(raw)).hex() + raw.hex()
+
+
+def key(txn_id: str) -> bytes:
+    return h("0000" + s16(txn_id))
+
+
+def value_v0(pid=1000, epoch=0, timeout=60000, state=1, partitions=(("t1", [0]),), last=1700000000000,
+             start=1700000000000) -> bytes:
+    """TransactionLogValue v0 by hand: int64 ProducerId, int16 ProducerEpoch, int32
+    TransactionTimeoutMs, int8 TransactionStatus, nullable int32-counted [Topic, [int32]],
+    int64 TransactionLastUpdateTimestampMs, int64 TransactionStartTimestampMs."""
+    out = struct.pack(">hqhib", 0, pid, epoch, timeout, state)
+    if partitions is None:
+        out += struct.pack(">i", -1)
+    else:
+        out += struct.pack(">i", len(partitions))
+        for topic, ids in partitions:
+            out += h(s16(topic)) + struct.pack(">i", len(ids)) + b"".join(struct.pack(">i", p) for p in ids)
+    return out + struct.pack(">qq", last, start)
+
+
+def test_spec_golden_tx1_ongoing():
+    k = h("0000 0003 747831")
+    v = h("0000 00000000000003e8 0000 0000ea60 01 00000001 0002 7431 00000001 00000000"
+          " 0000018bcfe56800 0000018bcfe56800")
+    assert v == value_v0()
+    d = decode(k, v, 0)
+    assert d.key_text == "transaction_metadata::transactionalId=tx1"
+    assert d.payload_text == ("producerId:1000,producerEpoch:0,state=Ongoing,partitions=[t1-0],"
+                              "txnLastUpdateTimestamp=1700000000000,txnTimeoutMs=60000")
+    assert d.error is None and not d.fatal
+    assert d.key == Message("TransactionLogKey", 0, {"TransactionalId": "tx1"})
+    assert d.value.name == "TransactionLogValue" and d.value.version == 0
+    assert d.value.data["TransactionPartitions"] == [{"Topic": "t1", "PartitionIds": [0]}]
+    assert d.key_json == {"transactionalId": "tx1"}
+    assert d.payload_json["state"] == "Ongoing" and d.payload_json["partitions"] == ["t1-0"]
+    assert d.payload_json["version"] == 0 and d.payload_json["data"]["producerId"] == 1000
+    json.dumps(d.payload_json)
+    assert decoder("transaction-log") is decode
+
+
+def test_kafka_transaction_log_test_vectors():
+    # TransactionLogTest.testTransactionMetadataParsing / testTransactionMetadataTombstoneParsing
+    d = decode(key("id"), value_v0(pid=1334, epoch=0, timeout=1000, state=1,
+                                   partitions=(("topic", [0]),), last=0, start=0), 3)
+    assert (d.key_text, d.payload_text) == (
+        "transaction_metadata::transactionalId=id",
+        "producerId:1334,producerEpoch:0,state=Ongoing,partitions=[topic-0],txnLastUpdateTimestamp=0,"
+        "txnTimeoutMs=1000")
+    d = decode(key("id"), None, 3)
+    assert (d.key_text, d.payload_text, d.value, d.payload_json, d.error) == (
+        "transaction_metadata::transactionalId=id", "<DELETE>", None, None, None)
+    # testDeserializeFutureTransactionLogValue: v1 with unknown tags 100/101 in the value and in the partition
+    v = h("0001 00000000000003e8 0064 000003e8 04"
+          " 02 06746f706963 02 00000001 02 6405 0003666f6f 6504 00000fa0"
+          " 00000000000007d0 0000000000000bb8"
+          " 02 6405 0003666f6f 6504 00000fa0")
+    d = decode(key("transaction-id"), v, 3)
+    assert d.error is None
+    assert d.payload_text == ("producerId:1000,producerEpoch:100,state=CompleteCommit,partitions=[topic-1],"
+                              "txnLastUpdateTimestamp=2000,txnTimeoutMs=1000")
+    assert [t for t, _ in d.value.data["_unknownTaggedFields"]] == [100, 101]
+
+
+def test_v1_known_tags_and_client_transaction_version():
+    # PreviousProducerId (tag 0), NextProducerId (tag 1), ClientTransactionVersion (tag 2)
+    body = ("00000000000003e8 0001 00007530 05 01 00000000000007d0 0000000000000bb8"
+            " 03 0008 0000000000000007 0108 0000000000000009 0202 {ctv}")
+    d = decode(key("x"), h("0001 " + body.format(ctv="0002")), 0)
+    assert d.payload_text == ("producerId:1000,producerEpoch:1,state=CompleteAbort,partitions=[],"
+                              "txnLastUpdateTimestamp=2000,txnTimeoutMs=30000")
+    assert (d.value.data["PreviousProducerId"], d.value.data["NextProducerId"],
+            d.value.data["ClientTransactionVersion"]) == (7, 9, 2)
+    assert d.payload_json["data"]["previousProducerId"] == 7
+    d = decode(key("x"), h("0001 " + body.format(ctv="0003")), 0)
+    assert d.fatal and d.error == "No feature:transaction.version with feature level 3"
+    assert d.key_text is None and d.payload_text is None and d.value.data["ClientTransactionVersion"] == 3
+
+
+@pytest.mark.parametrize("state_id,name", sorted(STATES.items()))
+def test_every_state_name(state_id, name):
+    d = decode(key("t"), value_v0(state=state_id, partitions=(("a", [1]),)), 0)
+    parts = "[]" if name == "Empty" else "[a-1]"
+    assert d.payload_text == (f"producerId:1000,producerEpoch:0,state={name},partitions={parts},"
+                              "txnLastUpdateTimestamp=1700000000000,txnTimeoutMs=60000")
+
+
+def test_states_table():
+    assert STATES == {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+                      5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
+
+
+def test_empty_state_ignores_partitions_and_accepts_null():
+    assert "partitions=[]" in decode(key("t"), value_v0(state=0, partitions=None), 0).payload_text
+    assert "partitions=[]" in decode(key("t"), value_v0(state=0, partitions=(("a", [1, 2]),)), 0).payload_text
+
+
+# the JVM's output for these entries (see the module docstring)
+SCALA_ORDER = [
+    ([("topic", list(range(20))), ("other", [1, 2, 3])],
+     "[other-1,topic-0,topic-18,topic-17,topic-19,topic-10,topic-9,topic-12,topic-11,topic-14,topic-13,"
+     "topic-16,topic-15,topic-2,topic-1,topic-4,topic-3,other-3,topic-6,other-2,topic-5,topic-8,topic-7]"),
+    ([("orders", [4, 3, 2, 1, 0])], "[orders-0,orders-1,orders-2,orders-3,orders-4]"),
+    ([(c, [0]) for c in "abcdefghijklmn"], "[a-0,b-0,c-0,d-0,e-0,f-0,g-0,h-0,i-0,j-0,k-0,l-0,m-0,n-0]"),
+    ([("tópico-€", [0, 1])], "[tópico-€-0,tópico-€-1]"),
+    ([("events", list(range(13))), ("events", [3]), ("x", [7])],
+     "[events-11,events-12,events-3,events-4,events-5,x-7,events-6,events-7,events-8,events-9,events-10,"
+     "events-0,events-1,events-2]"),
+    ([("payments", [2, 0, 1, 0])], "[payments-0,payments-2,payments-1]"),
+]
+
+
+@pytest.mark.parametrize("entries,printed", SCALA_ORDER)
+def test_partition_order_is_scala_hash_set_order(entries, printed):
+    d = decode(key("t"), value_v0(partitions=entries), 0)
+    assert f"partitions={printed}," in d.payload_text
+    assert d.payload_json["partitions"] == printed[1:-1].split(",")
+    assert "[" + ",".join(f"{t}-{p}" for t, p in partitions_in_kafka_order(entries)) + "]" == printed
+
+
+def test_java_string_hash():
+    assert java_string_hash("") == 0
+    assert java_string_hash("hello") == 99162322
+    assert java_string_hash("Aa") == java_string_hash("BB") == 2112
+    assert java_string_hash("polygenelubricants") == -2147483648
+    assert java_string_hash("\U0001d11e") == 0xD834 * 31 + 0xDD1E  # UTF-16 code units
+
+
+@pytest.mark.parametrize("k,v,message", [
+    (None, None, 'Cannot invoke "java.nio.ByteBuffer.getShort()" because "buffer" is null'),
+    (b"", None, "java.nio.BufferUnderflowException"),
+    (b"\x00", None, "java.nio.BufferUnderflowException"),
+    (h("0000 0005 7478"), None, "Error reading byte array of 5 byte(s): only 2 byte(s) available"),
+    (h("0000 00"), None, "java.nio.BufferUnderflowException"),
+    (key("t"), b"\x00", "java.nio.BufferUnderflowException"),
+    (key("t"), h("0002") + value_v0()[2:], "Unknown version 2 from the transaction log message value"),
+    (key("t"), h("ffff") + value_v0()[2:], "Unknown version -1 from the transaction log message value"),
+    (key("t"), value_v0(state=8), "Unknown transaction state id 8 from the transaction status message"),
+    (key("t"), value_v0(state=-1), "Unknown transaction state id -1 from the transaction status message"),
+    (key("t"), value_v0()[:-1], "java.nio.BufferUnderflowException"),
+    (key("t"), value_v0(state=6, partitions=None),
+     'Cannot invoke "java.util.List.forEach(java.util.function.Consumer)" because the return value of '
+     '"org.apache.kafka.coordinator.transaction.generated.TransactionLogValue.transactionPartitions()" is null'),
+])
+def test_fatal_cases_carry_kafkas_exception_message(k, v, message):
+    d = decode(k, v, 12)
+    assert d.fatal and d.error == message
+    assert (d.key_text, d.payload_text, d.key_json, d.payload_json) == (None, None, None, None)
+
+
+def test_fatal_on_the_value_keeps_what_was_read():
+    d = decode(key("t"), value_v0(state=9), 0)
+    assert d.key == Message("TransactionLogKey", 0, {"TransactionalId": "t"})
+    assert d.value.data["TransactionStatus"] == 9
+
+
+def test_non_nullable_transactional_id_named_as_kafka_names_it():
+    d = decode(h("0000 ffff"), None, 0)
+    assert d.fatal and d.error == "non-nullable field transactionalId was serialized as null"
+
+
+@pytest.mark.parametrize("version", [1, 2, -1, 0x7FFF])
+def test_unknown_key_version_prints_inline(version):
+    d = decode(struct.pack(">h", version) + b"garbage", b"\x00", 0)
+    assert d == Decoded(None, None, f"unknown::version={version}", None, None, None,
+                        f"unknown::version={version}", False)
+
+
+def test_trailing_bytes_are_ignored():
+    d = decode(key("tx1") + b"\x01", value_v0() + b"\x00\x01", 0)
+    assert d.error is None and d.payload_text == decode(key("tx1"), value_v0(), 0).payload_text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.none(), st.binary(max_size=24)), st.one_of(st.none(), st.binary(max_size=80)))
+def test_garbage_never_raises(k, v):
+    d = decode(k, v, 1)
+    assert isinstance(d, Decoded)
+    if d.fatal:
+        assert d.error and d.key_text is None and d.payload_text is None
+    elif d.error:
+        assert d.key_text == d.error and d.error.startswith("unknown::version=")
+    else:
+        assert d.key_text.startswith("transaction_metadata::transactionalId=")
+        assert d.payload_text == "<DELETE>" or d.payload_text.startswith("producerId:")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.text(min_size=1, max_size=8), st.lists(st.integers(-3, 50), max_size=20)),
+                max_size=6))
+def test_order_is_a_permutation_of_the_distinct_pairs(entries):
+    order = partitions_in_kafka_order(entries)
+    assert sorted(order) == sorted({(t, p) for t, ids in entries for p in ids})
+
+
+def test_every_truncation():
+    k, v = key("tx1"), value_v0(partitions=(("t1", [0, 1]), ("t2", [5])))
+    for n in range(len(k)):
+        assert decode(k[:n], v, 0).fatal
+    for n in range(len(v)):
+        d = decode(k, v[:n], 0)
+        assert d.fatal and d.key is not None
