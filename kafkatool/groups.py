@@ -354,52 +354,41 @@ def _consumer_protocol() -> _DecodeFn:
     return offsets.decode_consumer_protocol
 
 
-def _get(d: dict, name: str):
-    """A field of a decoded consumer-protocol dict, under its schema name or its JSON name."""
-    if name in d:
-        return d[name]
-    return d.get(name[:1].lower() + name[1:])
-
-
-def _topic_partitions(items, name_key: str = "Topic", partitions_key: str = "Partitions") -> list[TopicPartitions]:
-    out = []
-    for tp in items or ():
-        out.append(TopicPartitions(_get(tp, name_key), tuple(_get(tp, partitions_key) or ())))
-    return out
+def _topic_partitions(items) -> list[TopicPartitions]:
+    return [TopicPartitions(tp["Topic"], tuple(tp["Partitions"] or ())) for tp in items or ()]
 
 
 def _classic_member(m: dict, protocol_type: str | None) -> Member:
     rebalance = m.get("rebalanceTimeout", -1)
     member = Member(
-        member_id=m.get("memberId", ""),
+        member_id=m["memberId"],
         group_instance_id=m.get("groupInstanceId"),
-        client_id=m.get("clientId"),
-        client_host=m.get("clientHost"),
-        session_timeout_ms=m.get("sessionTimeout"),
-        rebalance_timeout_ms=None if rebalance is None or rebalance < 0 else rebalance,
+        client_id=m["clientId"],
+        client_host=m["clientHost"],
+        session_timeout_ms=m["sessionTimeout"],
+        rebalance_timeout_ms=None if rebalance < 0 else rebalance,
     )
-    if protocol_type != "consumer":
+    if protocol_type != "consumer":  # (connect, streams' own assignors...: opaque bytes)
         return member
     decode = _consumer_protocol()
-    for kind, raw in (("subscription", m.get("subscription")), ("assignment", m.get("assignment"))):
-        if isinstance(raw, dict):
-            data = raw
-        elif not raw:
-            data = None if kind == "subscription" else {}
-            if data is None:
-                continue
+    errors = []
+    subscription, assignment = m["subscription"], m["assignment"]
+    if subscription:
+        data = decode("subscription", subscription)
+        if data is None:
+            errors.append(f"the subscription is not a consumer-protocol subscription ({len(subscription)} bytes)")
         else:
-            data = decode(kind, bytes(raw))
-            if data is None:
-                what = f"the {kind} is not a consumer-protocol {kind} ({len(raw)} bytes)"
-                member.assignment_error = what if member.assignment_error is None else f"{member.assignment_error}; {what}"
-                continue
-        if kind == "subscription":
-            member.subscribed_topics = list(_get(data, "Topics") or ())
-            rack = _get(data, "RackId")
-            member.rack_id = rack if rack else None
+            member.subscribed_topics = list(data["Topics"] or ())
+            member.rack_id = data.get("RackId") or None
+    if not assignment:  # a member that joined and has not been assigned yet
+        member.assignment = []
+    else:
+        data = decode("assignment", assignment)
+        if data is None:
+            errors.append(f"the assignment is not a consumer-protocol assignment ({len(assignment)} bytes)")
         else:
-            member.assignment = _topic_partitions(_get(data, "AssignedPartitions"))
+            member.assignment = _topic_partitions(data["AssignedPartitions"])
+    member.assignment_error = "; ".join(errors) or None
     return member
 
 
