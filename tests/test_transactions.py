@@ -415,8 +415,10 @@ def test_replicas_the_copy_with_the_highest_log_end_is_read(tmp_path: Path) -> N
 def test_a_corrupt_transaction_state_record_is_a_problem_not_a_crash(tmp_path: Path) -> None:
     d = tmp_path / "d"
     bad_state = TX_OPEN_VALUE[:16] + bytes([9]) + TX_OPEN_VALUE[17:]  # TransactionStatus 9: no such state
+    unknown_key = struct.pack(">h", 5) + b"\x00\x05later"  # a key version the coordinator skips, as here
     write(d, "__transaction_state-0", state_batch(0, TX_OPEN_KEY, bad_state, T),
-          state_batch(1, txn_key("tx-ok"), txn_value(1, 0, 0, {}, start=-1, update=T), T))
+          state_batch(1, txn_key("tx-ok"), txn_value(1, 0, 0, {}, start=-1, update=T), T),
+          state_batch(2, unknown_key, TX_OPEN_VALUE, T))
     r = report(d, now_ms=T)
     assert [s.transactional_id for s in r.states] == ["tx-ok"] and r.states[0].state == "Empty"
     (p,) = r.problems
