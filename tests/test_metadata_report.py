@@ -432,6 +432,43 @@ def test_undecodable_record_is_reported_and_skipped(tmp_path: Path) -> None:
     assert sorted(t.name for t in r.state.topics.values()) == ["a", "b"]
 
 
+def test_broker_records_for_another_epoch_are_ignored(tmp_path: Path) -> None:
+    m = MetaLog()
+    m.batch(broker(1, 10, "a"))
+    m.rec("UnfenceBrokerRecord", {"Id": 1, "Epoch": 9})     # an older registration's epoch
+    m.rec("UnfenceBrokerRecord", {"Id": 7, "Epoch": 10})    # no such broker
+    m.rec("UnregisterBrokerRecord", {"BrokerId": 1, "BrokerEpoch": 11})
+    root = tmp_path / "epochs"
+    m.write(root / "__cluster_metadata-0")
+    r = replay(str(root))
+    assert [(p.kind, p.offset) for p in r.problems] == [("broker_epoch", 1), ("unknown_broker", 2), ("broker_epoch", 3)]
+    assert r.state.brokers[1].fenced is True
+
+
+def test_partition_directories_elr_and_recovery_state(tmp_path: Path) -> None:
+    d1, d2, d3 = "ZGlyZWN0b3J5LW9uZS0wMQ", "ZGlyZWN0b3J5LXR3by0wMg", "ZGlyZWN0b3J5LTMtMDAwMw"  # b"directory-one-01"...
+    m = MetaLog()
+    m.rec("TopicRecord", {"Name": "t", "TopicId": ORDERS})
+    m.rec("PartitionRecord", {"PartitionId": 0, "TopicId": ORDERS, "Replicas": [1, 2, 3], "Isr": [1, 2, 3],
+                              "RemovingReplicas": [], "AddingReplicas": [], "Leader": 1, "LeaderEpoch": 4,
+                              "PartitionEpoch": 9, "Directories": [d1, d2, d3]}, 1)
+    # replicas 1,2,3 -> 3,1,4 without directories: 3 and 1 keep theirs, 4 is UNASSIGNED (createDirectoriesFrom)
+    m.rec("PartitionChangeRecord", {"PartitionId": 0, "TopicId": ORDERS, "Replicas": [3, 1, 4],
+                                    "AddingReplicas": [4], "RemovingReplicas": [2]}, 1)
+    # ELR and a leader recovery state (v2); no Leader field: the leader epoch stays
+    m.rec("PartitionChangeRecord", {"PartitionId": 0, "TopicId": ORDERS, "Isr": [1],
+                                    "EligibleLeaderReplicas": [3], "LastKnownElr": [4], "LeaderRecoveryState": 1}, 2)
+    root = tmp_path / "dirs"
+    m.write(root / "__cluster_metadata-0")
+    r = replay(str(root))
+    assert r.problems == []
+    p = parts(r)[("t", 0)]
+    assert (p["replicas"], p["directories"]) == ([3, 1, 4], [d3, d1, "UNASSIGNED"])
+    assert (p["addingReplicas"], p["removingReplicas"]) == ([4], [2])
+    assert (p["isr"], p["eligibleLeaderReplicas"], p["lastKnownElr"]) == ([1], [3], [4])
+    assert (p["leader"], p["leaderEpoch"], p["partitionEpoch"], p["leaderRecoveryState"]) == (1, 4, 11, "RECOVERING")
+
+
 def test_hostile_record_values_never_crash(tmp_path: Path) -> None:
     """Every record value of the scenario cut short at each byte, and with each byte flipped,
     in a batch whose CRC is right: reported or applied, never an exception."""
