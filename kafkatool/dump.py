@@ -349,15 +349,10 @@ class _DecodeTally:
                 self.first_fatal_offset = offset
             self.fatal_count += 1
 
-    def take(self, path: str, decoder: str) -> DecodeFailures | None:
-        """The file's :class:`DecodeFailures` (None when every record decoded), and a fresh tally."""
-        if not self.count:
-            return None
-        item = DecodeFailures(
+    def item(self, path: str, decoder: str) -> DecodeFailures:
+        return DecodeFailures(
             path, decoder, self.count, self.first_offset, self.first_error, self.fatal_count, self.first_fatal_offset
         )
-        self.__init__()  # type: ignore[misc]
-        return item
 
 
 @dataclass
@@ -477,11 +472,10 @@ def iter_dump(
         except OSError as e:
             state.errors += 1
             failed = FileError(path, _io_error(e, path))
-        if opts.decoder is not None:
+        if state.tally.count:
             # the records that did not decode came before what stopped the file, if anything did
-            undecoded = state.tally.take(normalize_display_path(path), opts.decoder)
-            if undecoded is not None:
-                yield undecoded
+            yield state.tally.item(normalize_display_path(path), opts.decoder or "")
+            state.tally = _DecodeTally()
         if failed is not None:
             yield failed
     yield from state.index_mismatches
