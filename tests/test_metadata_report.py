@@ -23,8 +23,8 @@ from click.testing import CliRunner
 from kafkatool.cli.metadata import metadata as metadata_command
 from kafkatool.metadata import MetadataOptions, replay
 from kafkatool.record import message
-from kafkatool.record.control import ControlType, encode_control_key, encode_leader_change, encode_snapshot_footer, \
-    encode_snapshot_header
+from kafkatool.record.control import ControlType, encode_control_key, encode_kraft_version, encode_leader_change, \
+    encode_snapshot_footer, encode_snapshot_header, encode_voters
 from kafkatool.record.v2 import RecordSpec, encode_batch
 from kafkatool.record.varint import encode_uvarint
 from kafkatool.render.metadata import objects
@@ -96,11 +96,19 @@ class MetaLog:
         return out
 
 
-def snapshot_bytes(values: list[bytes], *, footer: bool = True, epoch: int = 7) -> bytes:
-    """A KRaft snapshot: a SNAPSHOT_HEADER control batch, one data batch, a SNAPSHOT_FOOTER control batch."""
+VOTERS = [{"voterId": 1, "voterDirectoryId": b"voter-dir-000001",
+           "endpoints": [{"name": "CONTROLLER", "host": "c1", "port": 9093}]}]
+
+
+def snapshot_bytes(values: list[bytes], *, footer: bool = True, epoch: int = 7, voters: bool = False) -> bytes:
+    """A KRaft snapshot: a SNAPSHOT_HEADER control batch (with KRAFT_VERSION and KRAFT_VOTERS records
+    when ``voters``), one data batch, a SNAPSHOT_FOOTER control batch."""
     ts = 1_700_000_000_000
-    out = encode_batch([RecordSpec(0, ts, encode_control_key(ControlType.SNAPSHOT_HEADER), encode_snapshot_header(ts))],
-                       is_control=True, partition_leader_epoch=epoch)
+    head = [RecordSpec(0, ts, encode_control_key(ControlType.SNAPSHOT_HEADER), encode_snapshot_header(ts))]
+    if voters:
+        head += [RecordSpec(1, ts, encode_control_key(ControlType.KRAFT_VERSION), encode_kraft_version(1)),
+                 RecordSpec(2, ts, encode_control_key(ControlType.KRAFT_VOTERS), encode_voters(VOTERS))]
+    out = encode_batch(head, is_control=True, partition_leader_epoch=epoch)
     out += encode_batch([RecordSpec(i + 1, ts, None, v) for i, v in enumerate(values)], partition_leader_epoch=epoch)
     if footer:
         n = len(values) + 1
@@ -327,7 +335,7 @@ def snapshot_at_18() -> bytes:
         frame("ConfigRecord", {"ResourceType": 2, "ResourceName": "orders", "Name": "cleanup.policy",
                                "Value": "compact"}),
         frame("ConfigRecord", {"ResourceType": 2, "ResourceName": "orders", "Name": "from-snapshot", "Value": "1"}),
-    ])
+    ], voters=True)
 
 
 def test_snapshot_then_log_applies_nothing_twice(logdir: Path) -> None:
@@ -343,6 +351,10 @@ def test_snapshot_then_log_applies_nothing_twice(logdir: Path) -> None:
     assert sorted(r.state.brokers) == [1, 2]  # 3 unregistered at 29
     # registrations from a snapshot have no offset
     assert r.state.brokers[1].offset == -1
+    # the quorum from the snapshot's KRAFT_VERSION and KRAFT_VOTERS records
+    assert r.state.kraft_version == 1
+    assert [(v["voterId"], v["voterDirectoryId"], v["endpoints"][0]["host"]) for v in r.state.voters] == \
+        [(1, "dm90ZXItZGlyLTAwMDAwMQ", "c1")]
 
 
 @pytest.mark.parametrize("damage", ["no_footer", "bad_crc", "no_header"])
