@@ -35,7 +35,7 @@ import calendar
 import os
 import re
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
 from kafkatool.errors import KafkaToolError
@@ -238,6 +238,11 @@ class TransactionsOptions:
     """Only these topics' partitions are searched for open transactions (``__transaction_state`` is always read)."""
     now_ms: int | None = None
     """The time ages are measured to (epoch ms); None: the current time."""
+    transaction_state_partitions: int = 50
+    """How many partitions ``__transaction_state`` has (the broker's
+    ``transaction.state.log.num.partitions``, 50 by default; more when more are found). A
+    producer id no transactional id names is hanging only when all of them were read: otherwise
+    its id may be in a partition that was not given (verdict unknown)."""
 
 
 @dataclass
@@ -258,6 +263,8 @@ class TransactionsReport:
     batches: int
     bytes: int
     seconds: float = 0.0
+    coordinator_partitions_missing: list[int] = field(default_factory=list)
+    """``__transaction_state`` partitions not read (of ``transaction_state_partitions``)."""
 
 
 # ----------------------------------------------------------------------------- times
@@ -661,14 +668,21 @@ def choose_replicas(partitions: Iterable[Partition]
 # ----------------------------------------------------------------------------- the report
 
 
-def _join(pid: int, op: OpenPartition, st: TxnState | None, txn_id: str | None, have_coordinator: bool,
-          now_ms: int) -> OpenPartition:
-    if not have_coordinator:
+def _join(pid: int, op: OpenPartition, st: TxnState | None, txn_id: str | None, missing: list[int],
+          expected: int, now_ms: int) -> OpenPartition:
+    if len(missing) == expected:
         return replace(op, verdict=Verdict.UNKNOWN, reason="no __transaction_state partition was read")
+    if st is None and txn_id:
+        return replace(op, verdict=Verdict.HANGING, reason=f"producer id {pid} belonged to transactional id "
+                                                          f"{txn_id!r}, which __transaction_state no longer holds")
+    if st is None and missing:
+        # its transactional id may live in a __transaction_state partition of another broker's log dir
+        return replace(op, verdict=Verdict.UNKNOWN,
+                       reason=f"no transactional id in the __transaction_state partitions read names producer id {pid}, "
+                              f"and {len(missing)} of {expected} were not read (give every broker's log dirs)")
     if st is None:
-        why = (f"producer id {pid} belonged to transactional id {txn_id!r}, which __transaction_state no longer holds"
-               if txn_id else f"no transactional id in __transaction_state names producer id {pid}")
-        return replace(op, verdict=Verdict.HANGING, reason=why)
+        return replace(op, verdict=Verdict.HANGING,
+                       reason=f"no transactional id in __transaction_state names producer id {pid}")
     if st.producer_id != pid:
         return replace(op, verdict=Verdict.HANGING,
                        reason=f"{st.transactional_id!r} moved on to producer id {st.producer_id} "
@@ -744,14 +758,16 @@ def transactions_report(partitions: Iterable[Partition], options: TransactionsOp
     grouped: dict[int, list[OpenPartition]] = {}
     for pid, op in opened:
         grouped.setdefault(pid, []).append(op)
-    have = bool(coordinator)
+    read = {p.partition for p, _o in coordinator}
+    expected = max(options.transaction_state_partitions, max(read, default=-1) + 1)
+    missing = [n for n in range(expected) if n not in read]
     transactions = []
     for pid, ops in grouped.items():
         st = by_pid.get(pid)
         txn_id = st.transactional_id if st is not None else named.get(pid)
         if st is None and txn_id is not None:
             st = states.get(txn_id)  # an earlier record named it: the id has moved on to another producer id
-        joined = tuple(sorted((_join(pid, op, st, txn_id, have, now_ms) for op in ops),
+        joined = tuple(sorted((_join(pid, op, st, txn_id, missing, expected, now_ms) for op in ops),
                               key=lambda o: (o.topic, o.partition)))
         verdict = min((o.verdict for o in joined), key=Verdict.ORDER.index)
         firsts = [o.first_timestamp for o in joined if o.first_timestamp >= 0]
@@ -776,6 +792,7 @@ def transactions_report(partitions: Iterable[Partition], options: TransactionsOp
     return TransactionsReport(
         states=shown_states, open=transactions, partitions=scans, problems=problems, now_ms=now_ms,
         newest_timestamp=None if newest < 0 else newest, coordinator_partitions=len(coordinator),
+        coordinator_partitions_missing=missing,
         transactional_ids=len(states), batches=total_batches, bytes=total_bytes,
         seconds=time.monotonic() - started)
 

@@ -43,6 +43,8 @@ import crc32c
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from conftest import real_fixture
+
 from kafkatool import transactions as tx
 from kafkatool.record.message import encode
 from kafkatool.record.v2 import RecordSpec, encode_batch
@@ -212,7 +214,7 @@ def test_transactional_ids_replayed_latest_wins_tombstone_removes(logdir: Path) 
 
 
 def test_open_transactions_and_their_verdicts(logdir: Path) -> None:
-    r = report(logdir, now_ms=T + 10_000)
+    r = report(logdir, now_ms=T + 10_000, transaction_state_partitions=1)  # (this cluster's __transaction_state has one)
     got = by_pid(r)
     assert sorted(got) == [3000, 5000, 6000]  # committed 1000, aborted 2000, fenced 4000 are closed
 
@@ -240,6 +242,19 @@ def test_open_transactions_and_their_verdicts(logdir: Path) -> None:
     assert "no transactional id" in u.partitions[0].reason
     # most alarming first, then oldest
     assert [t.producer_id for t in r.open] == [6000, 5000, 3000]
+
+
+def test_an_unnamed_producer_id_is_unknown_while_transaction_state_partitions_are_missing(logdir: Path) -> None:
+    """Kafka's default is 50 __transaction_state partitions and one was read: pid 5000's transactional
+    id may be in another broker's log dir, so it is not called hanging; the named ones are unchanged."""
+    r = report(logdir, now_ms=T + 10_000)
+    got = by_pid(r)
+    assert got[5000].verdict == tx.Verdict.UNKNOWN and "49 of 50 were not read" in got[5000].partitions[0].reason
+    assert (got[6000].verdict, got[3000].verdict) == (tx.Verdict.HANGING, tx.Verdict.ONGOING)
+    assert r.coordinator_partitions_missing == list(range(1, 50))
+    # a partition numbered past the default says there are more
+    shutil.copytree(logdir / "__transaction_state-0", logdir / "__transaction_state-60")
+    assert len(report(logdir, now_ms=T).coordinator_partitions_missing) == 59
 
 
 def test_counts_per_partition_committed_aborted_fenced(logdir: Path) -> None:
@@ -450,7 +465,8 @@ def test_parse_time_refuses(text: str) -> None:
 
 
 def test_cli_jsonl_every_line_is_json(run, logdir: Path) -> None:
-    res = run("transactions", "--format", "jsonl", "--now", "2023-11-14T22:13:30Z", str(logdir))
+    res = run("transactions", "--format", "jsonl", "--now", "2023-11-14T22:13:30Z", "--transaction-state-partitions", "1",
+              str(logdir))
     assert res.code == 1, res  # open transactions found
     objs = [json.loads(line) for line in res.lines]
     types = [o["type"] for o in objs]
@@ -531,3 +547,17 @@ def test_memory_follows_open_producers_not_records(tmp_path: Path) -> None:
     problems: list = []
     scan, opened = tx.scan_data_partition(Partition(str(d / "orders-0")), problems)
     assert (scan.committed, scan.open, opened, problems) == (10_000, 0, [], [])
+
+
+# ----------------------------------------------------------------------------- real broker files
+
+
+@pytest.mark.parametrize("rel", ["William0423__kafka/kafka-logs", "greenlemonT__kafka-temp/data",
+                                 "xpxwo100__bullShit/tmp/kafka-logs"])
+def test_real_log_dirs_hold_no_transactions(rel: str) -> None:
+    """Real broker log dirs (``__consumer_offsets``, data topics, KRaft ``__cluster_metadata`` whose
+    control batches are not transactional): every batch read, nothing open, no problem."""
+    path = real_fixture(rel)
+    r = report(path, now_ms=T)
+    assert r.batches > 0 and r.open == [] and r.problems == [] and r.states == []
+    assert all(s.transactional_batches == 0 for s in r.partitions)

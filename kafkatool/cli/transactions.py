@@ -36,11 +36,16 @@ def _now(ctx, param, value):
 @click.option("--now", "now_ms", metavar="TIME", callback=_now,
               help="Measure ages to this time: epoch milliseconds or ISO 8601 (2024-05-01T12:00:00Z). "
                    "[default: the current time]")
+@click.option("--transaction-state-partitions", "state_partitions", type=click.IntRange(1, 100_000), default=50,
+              show_default=True, metavar="N",
+              help="How many partitions __transaction_state has (the brokers' transaction.state.log.num.partitions). "
+                   "An open transaction whose producer id no transactional id names is called hanging only "
+                   "when all of them were read; otherwise its verdict is unknown.")
 @click.option("--format", "fmt", type=click.Choice(["table", "jsonl"]), default="table", show_default=True,
               help="table: Rich tables and the abort commands; jsonl: one JSON object per transactional id, "
                    "open transaction, partition and problem, and a final summary.")
 @click.option("--quiet", "-q", is_flag=True, help="No summary and no replica notes on stderr (problems are still printed).")
-def transactions(paths, transactional_id, open_only, topics, now_ms, fmt, quiet) -> None:
+def transactions(paths, transactional_id, open_only, topics, now_ms, state_partitions, fmt, quiet) -> None:
     """Every transactional id's latest state from __transaction_state, and the open transactions
     of the data partitions: per partition, a producer id with transactional data after its last
     COMMIT/ABORT marker, with the first offset of that transaction (where the last stable offset
@@ -67,7 +72,8 @@ def transactions(paths, transactional_id, open_only, topics, now_ms, fmt, quiet)
             sys.stderr.write(f"kafkatool: error: {p}: nothing Kafka found here (no partition directory)\n")
         sys.exit(ExitCode.USAGE)
     options = TransactionsOptions(transactional_id=transactional_id, open_only=open_only,
-                                  topics=frozenset(topics) if topics else None, now_ms=now_ms)
+                                  topics=frozenset(topics) if topics else None, now_ms=now_ms,
+                                  transaction_state_partitions=state_partitions)
     report = transactions_report(found.partitions, options)
     report.problems[:0] = found.problems
     out = sys.stdout

@@ -161,6 +161,7 @@ def summary_object(r: TransactionsReport) -> dict:
         "newestTimestamp": r.newest_timestamp,
         "partitions": len(r.partitions),
         "coordinatorPartitions": r.coordinator_partitions,
+        "coordinatorPartitionsMissing": r.coordinator_partitions_missing,
         "transactionalIds": r.transactional_ids,
         "transactionalIdsShown": len(r.states),
         "openTransactions": len(r.open),
@@ -223,7 +224,8 @@ def summary_line(r: TransactionsReport) -> str:
     o = summary_object(r)
     size = o["bytes"]
     shown = _plural(size, "byte") if size < 1000 else f"{size / 1e3:.1f} kB" if size < 1_000_000 else f"{size / 1e6:.1f} MB"
-    coord = f"{o['coordinatorPartitions']} of __transaction_state" if o["coordinatorPartitions"] else \
+    expected = o["coordinatorPartitions"] + len(o["coordinatorPartitionsMissing"])
+    coord = f"{o['coordinatorPartitions']} of __transaction_state's {expected}" if o["coordinatorPartitions"] else \
         "no __transaction_state"
     verdict = f"{_plural(o['transactionalIds'], 'transactional id')}, {_plural(o['openTransactions'], 'open transaction')}"
     if o["openTransactions"]:
