@@ -257,6 +257,13 @@ def build_modern(root: Path, *, delete: bool = False) -> None:
              (ck(8, {**g2, "MemberId": "m2"}), cv(8, {"MemberEpoch": 1, "PreviousMemberEpoch": 0, "State": 1,
                                                       "AssignedPartitions": [{"TopicId": OTHER_ID, "Partitions": [0]}],
                                                       "PartitionsPendingRevocation": [{"TopicId": OTHER_ID, "Partitions": [1]}]}))])
+    # a group whose epoch moved past its assignment epoch (a member joined, no new assignment yet) -> Assigning;
+    # one without members -> Empty
+    g3 = {"GroupId": "cg3"}
+    log.add([(ck(3, g3), cv(3, {"Epoch": 3})), (ck(6, g3), cv(6, {"AssignmentEpoch": 2})),
+             (ck(5, {**g3, "MemberId": "m3"}), cv(5, {"ClientId": "c3", "ClientHost": "/h"})),
+             (ck(8, {**g3, "MemberId": "m3"}), cv(8, {"MemberEpoch": 2, "PreviousMemberEpoch": 1, "State": 0})),
+             (ck(3, {"GroupId": "cg4"}), cv(3, {"Epoch": 1}))])
     # a share group with one member
     s = {"GroupId": "sg"}
     log.add([(ck(11, s), cv(11, {"Epoch": 3})), (ck(12, s), cv(12, {"AssignmentEpoch": 3})),
@@ -290,6 +297,7 @@ def test_new_protocol_groups(tmp_path, capsys) -> None:
     (m2,) = cg2["members"]
     assert m2["memberState"] == "UNREVOKED_PARTITIONS"
     assert m2["pendingRevocation"] == [{"topic": None, "topicId": OTHER_ID, "partitions": [1]}]
+    assert (g["cg3"]["state"], g["cg4"]["state"], g["cg4"]["epoch"]) == ("Assigning", "Empty", 1)
     sg = g["sg"]
     assert (sg["groupType"], sg["state"], sg["epoch"]) == ("share", "Stable", 3)
     assert sg["members"][0]["assignment"] == [{"topic": "orders", "topicId": TOPIC_ID, "partitions": [0]}]
@@ -521,3 +529,66 @@ def test_real_replicas_in_two_log_dirs(capsys) -> None:
     assert err.count("kafkatool: note:") == 2
     g = groups_by_id(jsonl(out))
     assert offsets_of(g["payment-group"])["payment-create-request", 0]["offset"] == 1
+
+
+# ----------------------------------------------------------------------------- more edges
+
+
+def test_other_protocols_and_bad_consumer_protocol_bytes(tmp_path, capsys) -> None:
+    log = td.LogBuilder(timestamp=T0)
+    log.add([(td.group_metadata_key("connect-cluster"),
+              td.group_metadata_value(protocol_type="connect", protocol="sessioned", generation=9, leader="w1",
+                                      members=[td.classic_member("w1", subscription=b"\x00\x01opaque",
+                                                                 assignment=b"\x00\x01opaque")]))])
+    log.add([(td.group_metadata_key("odd"),
+              td.group_metadata_value(generation=1, leader="m", members=[
+                  td.classic_member("m", subscription=td.consumer_subscription(["a"]), assignment=b"\x00\x01\x00"),
+                  td.classic_member("n", subscription=td.consumer_subscription(["a"]), assignment=b"")]))])
+    log.write(td.partition_dir(tmp_path / "b", OFFSETS, 0))
+    code, out, err = cli(capsys, tmp_path / "b", "--format", "jsonl")
+    assert code == 0, err
+    g = groups_by_id(jsonl(out))
+    (w1,) = g["connect-cluster"]["members"]
+    assert (g["connect-cluster"]["protocolType"], w1["assignment"], w1["assignmentError"]) == ("connect", None, None)
+    m, n = g["odd"]["members"]
+    assert m["assignment"] is None and m["subscribedTopics"] == ["a"]
+    assert m["assignmentError"] == "the assignment is not a consumer-protocol assignment (3 bytes)"
+    assert n["assignment"] == [] and n["assignmentError"] is None
+
+
+def test_replicas_tie_uses_the_first_named(tmp_path, capsys) -> None:
+    for name, offset in (("b1", 1), ("b2", 2)):
+        log = td.LogBuilder(timestamp=T0)
+        log.add([commit("g", "t", 0, offset, T0)])
+        log.write(td.partition_dir(tmp_path / name, OFFSETS, 3))
+    code, out, err = cli(capsys, tmp_path / "b2", tmp_path / "b1", "--format", "jsonl")
+    objs = jsonl(out)
+    assert objs[0]["partitionDir"] == str(tmp_path / "b2" / f"{OFFSETS}-3")
+    assert offsets_of(groups_by_id(objs)["g"])["t", 0]["offset"] == 2
+
+
+def _render_json_names() -> tuple[set[str], set[str]]:
+    """The ``"type"`` values and keys of every dict literal in kafkatool/render/groups.py."""
+    import ast
+
+    tree = ast.parse(Path(gr.__file__).with_name("render").joinpath("groups.py").read_text(encoding="utf-8"))
+    types, fields = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            for k, v in zip(node.keys, node.values):
+                if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                    fields.add(k.value)
+                    if k.value == "type" and isinstance(v, ast.Constant):
+                        types.add(v.value)
+    return types, fields
+
+
+def test_man_page_json_lines_schema_names_every_type_and_field() -> None:
+    import re
+
+    page = (Path(__file__).resolve().parents[1] / "man" / "kafkatool-groups.1").read_text(encoding="utf-8")
+    schema = page.split("\n.SH JSON LINES SCHEMA\n", 1)[1].split("\n.SH ", 1)[0]
+    words = set(re.findall(r"[A-Za-z_]+", re.sub(r"\\f[BIRP]|\\-|\\&", " ", schema)))
+    types, fields = _render_json_names()
+    assert types == {"partition", "group", "summary"}
+    assert not sorted(types - words) and not sorted(fields - words), (sorted(types - words), sorted(fields - words))
