@@ -137,6 +137,28 @@ SCALA_ORDER = [
      "[events-11,events-12,events-3,events-4,events-5,x-7,events-6,events-7,events-8,events-9,events-10,"
      "events-0,events-1,events-2]"),
     ([("payments", [2, 0, 1, 0])], "[payments-0,payments-2,payments-1]"),
+    # the table grown by single adds of small sets (the Set1-Set4 path)
+    ([("t26", [0, 4, 21, 38, 43, 45]),
+      ("t11", [1, 3, 11, 16, 20, 22, 23, 24, 25, 26, 30, 35, 39, 44, 45, 47, 52, 58, 59, 62]),
+      ("audit-log26", [57]), ("orders22", [15, 25]),
+      ("payments29", [2, 5, 6, 13, 16, 18, 21, 22, 23, 27, 29, 32, 33, 37, 47, 49, 56, 57, 59, 62]),
+      ("audit-log19", [18, 35, 43])],
+     "[payments29-18,t26-21,payments29-47,t11-47,payments29-6,t11-39,payments29-2,t26-38,t11-35,payments29-27,"
+     "payments29-23,payments29-56,t11-23,t11-52,payments29-21,t11-44,t11-11,payments29-13,audit-log26-57,t26-43,"
+     "t11-3,payments29-5,payments29-59,t11-24,payments29-22,orders22-25,t11-20,t11-16,payments29-16,payments29-49,"
+     "t11-45,payments29-37,payments29-62,t11-62,payments29-33,t11-58,payments29-29,t11-25,audit-log19-43,"
+     "orders22-15,audit-log19-35,t26-45,t26-4,t11-1,t11-30,payments29-32,t26-0,t11-26,audit-log19-18,t11-59,"
+     "t11-22,payments29-57]"),
+    # the table grown by a large set's size hint
+    ([("t30", [1, 22, 60]), ("audit-log24", [35, 41, 59]), ("t26", [17, 22, 41, 45, 47, 62]),
+      ("clicks11", [5, 9, 10, 12, 18, 21, 22, 23, 26, 28, 30, 33, 42, 44, 46, 55, 56, 58, 60, 62]),
+      ("payments19", [1, 10, 11, 12, 14, 17, 19, 28, 35, 37, 39, 40, 41, 43, 46, 47, 49, 53, 55, 61])],
+     "[audit-log24-35,clicks11-5,payments19-19,t26-22,payments19-53,clicks11-9,payments19-47,clicks11-42,"
+     "clicks11-10,payments19-17,payments19-49,clicks11-44,clicks11-12,audit-log24-59,payments19-11,payments19-43,"
+     "t26-17,clicks11-62,clicks11-30,payments19-12,t26-47,payments19-14,payments19-46,clicks11-33,payments19-39,"
+     "t26-45,payments19-40,payments19-41,payments19-10,t30-1,clicks11-21,payments19-35,t26-41,clicks11-22,"
+     "clicks11-55,clicks11-23,payments19-37,clicks11-56,clicks11-58,clicks11-26,payments19-1,t30-60,clicks11-60,"
+     "clicks11-28,clicks11-46,payments19-28,t26-62,payments19-61,payments19-55,t30-22,clicks11-18,audit-log24-41]"),
 ]
 
 
