@@ -99,6 +99,7 @@ DIRECTORY_IDS = {"AAAAAAAAAAAAAAAAAAAAAA": "UNASSIGNED", "AAAAAAAAAAAAAAAAAAAAAQ
 _MIGRATING = "AAAAAAAAAAAAAAAAAAAAAg"
 _UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAA"
 NO_LEADER_CHANGE = -2
+_TXN_RECORDS = frozenset({"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"})
 
 
 def metadata_version_name(level: int | None) -> str | None:
@@ -325,6 +326,17 @@ class _Applier:
     # -- the stream
 
     def record(self, name: str, data: dict, offset: int) -> None:
+        if name not in _TXN_RECORDS:
+            if self.txn is not None:
+                self.txn.append((name, data, offset))
+                return
+            handler = self._handlers.get(name)
+            if handler is None:
+                self._problem("unknown_record", f"{name} is not a record kafkatool applies: skipped", offset)
+                return
+            handler(data, offset)
+            self.applied += 1
+            return
         if name == "BeginTransactionRecord":
             if self.txn is not None:
                 self._problem("transaction", f"BeginTransactionRecord inside the transaction begun at offset "
@@ -347,10 +359,6 @@ class _Applier:
             self.txn = None
             self.aborted += 1
             return
-        if self.txn is not None:
-            self.txn.append((name, data, offset))
-            return
-        self._apply(name, data, offset)
 
     def open_transaction(self) -> dict | None:
         if self.txn is None:
@@ -393,37 +401,41 @@ class _Applier:
             self._problem("unknown_partition", f"PartitionChangeRecord for partition {d['PartitionId']} of topic id "
                                                f"{d['TopicId']}, which is not registered: skipped", offset)
             return
-        # PartitionRegistration.merge: only the fields present change
-        replicas = d.get("Replicas")
+        # PartitionRegistration.merge: only the fields present change (null: no change)
+        replicas = d["Replicas"]
         directories = d.get("Directories")
-        old_replicas = p.replicas
         if directories:
             p.directories = list(directories)
         elif replicas is not None:
             # DirectoryId.createDirectoriesFrom: a kept replica keeps its directory
-            by_replica = dict(zip(old_replicas, p.directories))
+            by_replica = dict(zip(p.replicas, p.directories))
             p.directories = [by_replica.get(r, _UNASSIGNED) for r in replicas]
         if not p.directories:
-            p.directories = [_MIGRATING] * len(old_replicas)
+            p.directories = [_MIGRATING] * len(p.replicas)
         if replicas is not None:
             p.replicas = list(replicas)
-        if d.get("Isr") is not None:
-            p.isr = list(d["Isr"])
-        if d.get("RemovingReplicas") is not None:
-            p.removing_replicas = list(d["RemovingReplicas"])
-        if d.get("AddingReplicas") is not None:
-            p.adding_replicas = list(d["AddingReplicas"])
-        leader = d.get("Leader", NO_LEADER_CHANGE)
+        v = d["Isr"]
+        if v is not None:
+            p.isr = list(v)
+        v = d["RemovingReplicas"]
+        if v is not None:
+            p.removing_replicas = list(v)
+        v = d["AddingReplicas"]
+        if v is not None:
+            p.adding_replicas = list(v)
+        leader = d["Leader"]
         if leader != NO_LEADER_CHANGE:
             p.leader = leader
             p.leader_epoch += 1
-        lrs = d.get("LeaderRecoveryState", -1)
-        if lrs != -1:
-            p.leader_recovery_state = lrs
-        if d.get("EligibleLeaderReplicas") is not None:
-            p.elr = list(d["EligibleLeaderReplicas"])
-        if d.get("LastKnownElr") is not None:
-            p.last_known_elr = list(d["LastKnownElr"])
+        v = d["LeaderRecoveryState"]
+        if v != -1:
+            p.leader_recovery_state = v
+        v = d.get("EligibleLeaderReplicas")
+        if v is not None:
+            p.elr = list(v)
+        v = d.get("LastKnownElr")
+        if v is not None:
+            p.last_known_elr = list(v)
         p.partition_epoch += 1
 
     def _remove_topic(self, d: dict, offset: int) -> None:
@@ -858,6 +870,10 @@ def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataRepo
                 break
             report.batches += 1
             epoch = batch.partition_leader_epoch
+            control = batch.is_control
+            record = applier.record
+            last = None
+            n = 0
             for chunk in chunks:
                 for r in chunk:
                     o = r.offset
@@ -866,23 +882,28 @@ def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataRepo
                     if at is not None and o >= at:
                         done = True
                         break
-                    report.last_offset, report.last_epoch = o, epoch
-                    if batch.is_control:
-                        report.control_records += 1
+                    last = o
+                    n += 1
+                    if control:
                         try:
                             _v, type_id = decode_control_key(r.key)
                             _control(type_id, r.value, state, epoch)
                         except KafkaToolError as e:
                             problems.append(Problem("bad_control", e.message, seg.log_path, batch.position, o))
                         continue
-                    report.records += 1
                     got = decode(r.value, o)
-                    if isinstance(got, str):
+                    if got.__class__ is str:
                         problems.append(Problem("undecodable", got, seg.log_path, batch.position, o))
                         continue
-                    applier.record(got[0], got[1], o)
+                    record(got[0], got[1], o)
                 if done:
                     break
+            if control:
+                report.control_records += n
+            else:
+                report.records += n
+            if last is not None:
+                report.last_offset, report.last_epoch = last, epoch
             if done:
                 break
         if walk.damage is not None:
