@@ -282,19 +282,20 @@ def find_offsets_partitions(paths: Iterable[str]) -> GroupsRun:
     paths = list(paths)
     targets = expand(paths)
     run = GroupsRun([])
-    found: dict[int | None, list[tuple[Partition, int | None]]] = {}
+    found: dict[int | None, list[Partition]] = {}
     per_named: dict[str, int] = {}
+    seen: set[str] = set()
     for t in targets:
         if t.error is not None and t.is_dir:
             run.unreadable.append(str(t.error))
     for p in iter_partitions(targets):
         if p.topic != OFFSETS_TOPIC or p.state is not None:
             continue
-        try:
-            leo = log_end_offset(p)
-        except (KafkaToolError, OSError):
-            leo = None
-        found.setdefault(p.partition, []).append((p, leo))
+        real = os.path.realpath(p.path)
+        if real in seen:  # the same directory reached twice (named twice, or a link): one copy
+            continue
+        seen.add(real)
+        found.setdefault(p.partition, []).append(p)
         for named in paths:
             if _is_below(p.path, named):
                 per_named[named] = per_named.get(named, 0) + 1
@@ -303,10 +304,21 @@ def find_offsets_partitions(paths: Iterable[str]) -> GroupsRun:
             run.nothing.append(t.path)
     for number in sorted(found, key=lambda n: -1 if n is None else n):
         copies = found[number]
-        best = max(range(len(copies)), key=lambda i: (-1 if copies[i][1] is None else copies[i][1], -i))
-        others = [Replica(p.path, leo) for i, (p, leo) in enumerate(copies) if i != best]
-        run.partitions.append((copies[best][0], others))
+        if len(copies) == 1:  # the replay finds its log end itself: no walk before it
+            run.partitions.append((copies[0], []))
+            continue
+        ends = [_log_end_or_none(p) for p in copies]
+        best = max(range(len(copies)), key=lambda i: (-1 if ends[i] is None else ends[i], -i))
+        others = [Replica(p.path, ends[i]) for i, p in enumerate(copies) if i != best]
+        run.partitions.append((copies[best], others))
     return run
+
+
+def _log_end_or_none(p: Partition) -> int | None:
+    try:
+        return log_end_offset(p)
+    except (KafkaToolError, OSError):
+        return None
 
 
 def _is_below(path: str, top: str) -> bool:

@@ -592,3 +592,10 @@ def test_man_page_json_lines_schema_names_every_type_and_field() -> None:
     types, fields = _render_json_names()
     assert types == {"partition", "group", "summary"}
     assert not sorted(types - words) and not sorted(fields - words), (sorted(types - words), sorted(fields - words))
+
+
+def test_a_directory_named_twice_is_one_copy(tmp_path, capsys) -> None:
+    build_lifecycle(tmp_path / "b")
+    code, out, err = cli(capsys, tmp_path / "b", tmp_path / "b" / f"{OFFSETS}-0", "--format", "jsonl")
+    assert code == 0 and "note:" not in err
+    assert jsonl(out)[0]["otherReplicas"] == []
