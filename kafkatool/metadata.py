@@ -841,6 +841,12 @@ def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataRepo
     if segments:
         report.log_start_offset = segments[0].base_offset
     first_batch = True
+    if segments and segments[0].base_offset > start and (at is None or at > start):
+        first_batch = False  # said here, from the file name, even when --at-offset stops before any batch
+        problems.append(Problem(
+            "log_gap", f"the log starts at offset {segments[0].base_offset} but "
+                       + (f"the snapshot ends at {start}" if report.snapshot else "no snapshot covers the offsets below it")
+                       + ": the records in between are missing, the state is incomplete", segments[0].log_path, 0))
     if segments and start > 0:
         bases = [s.base_offset for s in segments]
         first_needed = max((i for i, b in enumerate(bases) if b <= start), default=0)
