@@ -59,6 +59,7 @@ __all__ = [
     "parse_time",
     "scan_data_partition",
     "replay_transaction_state",
+    "producer_names",
     "choose_replicas",
     "transactions_report",
     "Found",
@@ -540,73 +541,114 @@ def _txn_state(decoded, version: int, partition_dir: str, offset: int, states: d
     )
 
 
-def replay_transaction_state(partition: Partition, problems: list[Problem], *,
-                             wanted_producer_ids: Iterable[int] = ()
-                             ) -> tuple[dict[str, TxnState], dict[int, str], PartitionScan]:
-    """Replay one ``__transaction_state`` partition as the coordinator loads it: ``(latest state
-    per transactional id, {producer id: transactional id} of every record naming one of
-    ``wanted_producer_ids`` (earlier values included: a transactional id moved on to a new
-    producer id still names its old one), the partition's scan (offsets, batches, newest time))``.
-
-    Records that do not decode are problems (the decoder's wording, file and offset); the
-    replay goes on without them.
-    """
+def _state_records(partition: Partition, problems: list[Problem], scan: list | None = None
+                   ) -> Iterator[tuple[object, str, int]]:
+    """Every record of a ``__transaction_state`` partition with its file and batch position;
+    ``scan`` (when given) gets ``[batches, first offset, last batch, newest timestamp, segments]``."""
     from kafkatool.record.records import batch_record_chunks
-    from kafkatool.record.topics import decoder
 
-    decode = decoder("transaction-log")
-    states_by_id = _states_by_id()
-    wanted = set(wanted_producer_ids)
-    latest: dict[str, TxnState] = {}
-    named: dict[int, str] = {}
     try:
         segments = partition.segments()
     except KafkaToolError as e:
         problems.append(Problem(e.path or partition.path, e.position, e.kind or "unreadable", e.message))
         segments = []
-    batches = 0
-    newest = -1
-    first_offset: int | None = None
-    last: Batch | None = None
-    for b, data, path in _walk(partition, segments, problems):
-        batches += 1
-        if first_offset is None:
-            first_offset = b.offset if b.magic >= 2 else b.last_offset
-        last = b
-        if b.max_timestamp > newest:
-            newest = b.max_timestamp
-        if b.magic >= 2 and b.attributes & CONTROL_BIT:
+    batches, first_offset, last, newest = 0, None, None, -1
+    try:
+        for b, data, path in _walk(partition, segments, problems):
+            batches += 1
+            if first_offset is None:
+                first_offset = b.offset if b.magic >= 2 else b.last_offset
+            last = b
+            if b.max_timestamp > newest:
+                newest = b.max_timestamp
+            if b.magic >= 2 and b.attributes & CONTROL_BIT:
+                continue
+            if data is None:
+                problems.append(Problem(path, b.position, "batch_too_large",
+                                        f"a batch of {b.size} bytes, larger than the walk holds, is not opened"))
+                continue
+            try:
+                for chunk in batch_record_chunks(b, data):
+                    for r in chunk:
+                        yield r, path, b.position
+            except KafkaToolError as e:
+                e = e.at(path, b.position)
+                problems.append(Problem(e.path or path, e.position, e.kind or "invalid_record", e.message))
+    finally:
+        if scan is not None:
+            scan[:] = [batches, first_offset, last, newest, segments]
+
+
+def _skipped_key(d) -> bool:
+    """A key of an unknown version: the coordinator's loader skips it (and so do we)."""
+    return d.key is None and not d.fatal and (d.key_text or "").startswith("unknown::version=")
+
+
+def _undecodable(d, offset: int, path: str, position: int) -> Problem:
+    return Problem(path, position, "undecodable_record", f"offset {offset}: {d.error or d.key_text}")
+
+
+def replay_transaction_state(partition: Partition, problems: list[Problem]
+                             ) -> tuple[dict[str, TxnState], PartitionScan]:
+    """Replay one ``__transaction_state`` partition as the coordinator loads it: ``(latest state
+    per transactional id, the partition's scan (offsets, batches, newest time))``.
+
+    Each record's key is read as it comes (the latest value of a key wins, a tombstone removes
+    it), and only the surviving values are decoded at the end: a value overwritten later is never
+    read, so it costs nothing and cannot fail. A surviving record that does not decode is a
+    problem (the decoder's wording, file and offset); the replay goes on without it.
+    """
+    from kafkatool.record.topics import decoder
+
+    decode = decoder("transaction-log")
+    states_by_id = _states_by_id()
+    raw: dict[str, tuple] = {}  # transactional id -> (key, value, offset, file, batch position)
+    scan: list = []
+    for r, path, position in _state_records(partition, problems, scan):
+        d = decode(r.key, None, r.offset)  # the key alone: cheap
+        if d.key is None:
+            if not _skipped_key(d):
+                problems.append(_undecodable(d, r.offset, path, position))
             continue
-        if data is None:
-            problems.append(Problem(path, b.position, "batch_too_large",
-                                    f"a batch of {b.size} bytes, larger than the walk holds, is not opened"))
+        txn_id = d.key.data["TransactionalId"]
+        if r.value is None:
+            raw.pop(txn_id, None)  # a tombstone: the coordinator forgets the id
+        else:
+            raw[txn_id] = (r.key, r.value, r.offset, path, position)
+    latest: dict[str, TxnState] = {}
+    for txn_id, (key, value, offset, path, position) in raw.items():
+        d = decode(key, value, offset)
+        if d.error is not None or d.key is None or d.value is None:
+            problems.append(_undecodable(d, offset, path, position))
             continue
-        try:
-            for chunk in batch_record_chunks(b, data):
-                for r in chunk:
-                    d = decode(r.key, r.value, r.offset)
-                    if d.key is None and not d.fatal and (d.key_text or "").startswith("unknown::version="):
-                        continue  # a key of an unknown version: the coordinator's loader ignores it too
-                    if d.error is not None or d.key is None:
-                        problems.append(Problem(path, b.position, "undecodable_record",
-                                                f"offset {r.offset}: {d.error or d.key_text}"))
-                        continue
-                    txn_id = d.key.data["TransactionalId"]
-                    if d.value is None:
-                        latest.pop(txn_id, None)  # a tombstone: the coordinator forgets the id
-                        continue
-                    st = _txn_state(d, d.value.version, partition.path, r.offset, states_by_id)
-                    latest[txn_id] = st
-                    for pid in (st.producer_id, st.previous_producer_id, st.next_producer_id):
-                        if pid in wanted:
-                            named[pid] = txn_id
-        except KafkaToolError as e:
-            e = e.at(path, b.position)
-            problems.append(Problem(e.path or path, e.position, e.kind or "invalid_record", e.message))
-    scan = PartitionScan(partition.topic or "", partition.partition if partition.partition is not None else -1,
-                         partition.path, first_offset, _end(last, segments), batches, 0, 0, 0, 0, 0, 0,
-                         None if newest < 0 else newest)
-    return latest, named, scan
+        latest[txn_id] = _txn_state(d, d.value.version, partition.path, offset, states_by_id)
+    batches, first_offset, last, newest, segments = scan
+    summary = PartitionScan(partition.topic or "", partition.partition if partition.partition is not None else -1,
+                            partition.path, first_offset, _end(last, segments), batches, 0, 0, 0, 0, 0, 0,
+                            None if newest < 0 else newest)
+    return latest, summary
+
+
+def producer_names(partition: Partition, producer_ids: Iterable[int], problems: list[Problem]) -> dict[int, str]:
+    """``{producer id: transactional id}`` for each of ``producer_ids`` that a record of a
+    ``__transaction_state`` partition names (as its producer id, previous or next producer id),
+    overwritten records included: a transactional id that moved on to a new producer id still
+    names its old one there until compaction. Every value is decoded: called only for producer
+    ids the latest states do not name. Problems are not repeated (the replay reported them)."""
+    from kafkatool.record.topics import decoder
+
+    decode = decoder("transaction-log")
+    wanted = set(producer_ids)
+    named: dict[int, str] = {}
+    for r, _path, _position in _state_records(partition, []):
+        d = decode(r.key, r.value, r.offset)
+        if d.value is None or d.key is None:
+            continue
+        v = d.value.data
+        for pid in (v["ProducerId"], v.get("PreviousProducerId", -1), v.get("NextProducerId", -1)):
+            if pid in wanted:
+                named[pid] = d.key.data["TransactionalId"]
+    return named
 
 
 def _end(last: Batch | None, segments: list[Segment]) -> int | None:
@@ -732,18 +774,15 @@ def transactions_report(partitions: Iterable[Partition], options: TransactionsOp
         total_bytes += _bytes(p)
         if scan.newest_timestamp is not None and scan.newest_timestamp > newest:
             newest = scan.newest_timestamp
-    wanted = {pid for pid, _op in opened}
     states: dict[str, TxnState] = {}
-    named: dict[int, str] = {}
     for p, others in coordinator:
         if on_partition is not None:
             on_partition(p)
-        latest, names_, scan = replay_transaction_state(p, problems, wanted_producer_ids=wanted)
+        latest, scan = replay_transaction_state(p, problems)
         for txn_id, st in latest.items():
             before = states.get(txn_id)
             if before is None or st.last_update_timestamp >= before.last_update_timestamp:
                 states[txn_id] = st
-        named.update(names_)
         total_batches += scan.batches
         total_bytes += _bytes(p)
         if scan.newest_timestamp is not None and scan.newest_timestamp > newest:
@@ -758,6 +797,11 @@ def transactions_report(partitions: Iterable[Partition], options: TransactionsOp
     grouped: dict[int, list[OpenPartition]] = {}
     for pid, op in opened:
         grouped.setdefault(pid, []).append(op)
+    # producer ids no latest state names: an overwritten record may (a second, full read; rare)
+    named: dict[int, str] = {}
+    unnamed = [pid for pid in grouped if pid not in by_pid]
+    for p, _others in coordinator if unnamed else ():
+        named.update(producer_names(p, unnamed, problems))
     read = {p.partition for p, _o in coordinator}
     expected = max(options.transaction_state_partitions, max(read, default=-1) + 1)
     missing = [n for n in range(expected) if n not in read]
