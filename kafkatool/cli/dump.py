@@ -166,7 +166,7 @@ def dump(
     The internal-topic decoders (--offsets-decoder, --transaction-log-decoder,
     --cluster-metadata-decoder, --remote-log-metadata-decoder, --share-group-state-decoder)
     print kafka-dump-log's decoded keys and payloads; where kafka-dump-log would crash on a
-    record, its line ends with ` error: <Kafka's message>` and the dump goes on.
+    record, its line ends with `error: <Kafka's message>` and the dump goes on.
 
     Exit status: 0 when every file was dumped (also when the reader of the output went away,
     as in `kafkatool dump X | head`), 1 when a file could not be (the error names the file and
