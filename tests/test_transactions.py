@@ -561,3 +561,39 @@ def test_real_log_dirs_hold_no_transactions(rel: str) -> None:
     r = report(path, now_ms=T)
     assert r.batches > 0 and r.open == [] and r.problems == [] and r.states == []
     assert all(s.transactional_batches == 0 for s in r.partitions)
+
+
+# ----------------------------------------------------------------------------- the man page
+
+
+def _keys(obj, out: set[str]) -> set[str]:
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out.add(k)
+            _keys(v, out)
+    elif isinstance(obj, list):
+        for v in obj:
+            _keys(v, out)
+    return out
+
+
+def test_the_json_lines_schema_names_every_type_and_field(run, logdir: Path, tmp_path: Path) -> None:
+    """Every type and every key that ``--format jsonl`` writes (a run with transactional ids, open
+    transactions, partitions with other copies, a problem and the summary) is named in the JSON
+    LINES SCHEMA section of kafkatool-transactions.1.rst."""
+    import re
+
+    other = tmp_path / "other"
+    write(other, "orders-0", *ORDERS_0[:3], b"\xde\xad" * 20)  # a shorter copy, damaged
+    write(logdir, "orders-2", data(0, 1000, 0, [T]), b"\xde\xad" * 20, data(1, 1000, 0, [T]))
+    res = run("transactions", "--format", "jsonl", str(logdir), str(other))
+    objs = [json.loads(line) for line in res.lines]
+    types = {o["type"] for o in objs}
+    assert types == {"transactionalId", "openTransaction", "partition", "problem", "summary"}
+    assert any(o.get("otherCopies") for o in objs)
+    prose = (Path(__file__).resolve().parents[1] / "kafkatool" / "cli" / "manpages" / "kafkatool-transactions.1.rst")
+    text = prose.read_text(encoding="utf-8")
+    schema = text[text.index("JSON LINES SCHEMA"):text.index("EXIT STATUS")]
+    words = set(re.findall(r"``([A-Za-z]+)``", schema))
+    missing = sorted((types | _keys(objs, set())) - words)
+    assert not missing, f"kafkatool-transactions.1.rst's JSON LINES SCHEMA does not name {missing}"
