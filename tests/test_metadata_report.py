@@ -283,6 +283,9 @@ def test_cli_jsonl_and_no_secrets(logdir: Path) -> None:
                   "ACLs (1)", "SCRAM users (1)", "Producer ids (1)"):
         assert title in res.stdout, title
     assert "open transaction: 'open' begun at offset 39" in res.stdout
+    partitions_table = res.stdout[res.stdout.index("Partitions (4)"):res.stdout.index("Configs (2)")]
+    assert "┃ isr   ┃" in partitions_table and "directories" not in partitions_table  # none assigned: left out
+    assert "│ orders    │ 0         │ 2      │ 1            │ 2               │ 1,2,3    │ 2     │" in partitions_table
     assert "SALTSECRET" not in res.stdout
 
 
@@ -483,6 +486,8 @@ def test_partition_directories_elr_and_recovery_state(tmp_path: Path) -> None:
     assert (p["addingReplicas"], p["removingReplicas"]) == ([4], [2])
     assert (p["isr"], p["eligibleLeaderReplicas"], p["lastKnownElr"]) == ([1], [3], [4])
     assert (p["leader"], p["leaderEpoch"], p["partitionEpoch"], p["leaderRecoveryState"]) == (1, 4, 11, "RECOVERING")
+    table = CliRunner().invoke(metadata_command, ["--section", "partitions", str(root)]).stdout
+    assert "UNASSIGNED" in table and "3 / 4" in table and "+4 / -2" in table and "RECOVERING" in table
 
 
 def test_hostile_record_values_never_crash(tmp_path: Path) -> None:

@@ -223,6 +223,10 @@ def _opt(v) -> str:
     return "-" if v is None else str(v)
 
 
+def _registered(offset: int | None) -> str:
+    return "snapshot" if offset is None else str(offset)
+
+
 def _replay_lines(o: dict) -> list[str]:
     rows: list[tuple[str, str]] = [("metadata log", o["partitionDir"])]
     who = []
@@ -316,6 +320,10 @@ _TABLES: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
+#: Columns left out of a table when every row is empty there.
+_OPTIONAL = frozenset({"rack", "log dirs", "elr / last known elr", "adding / removing", "directories", "renewers"})
+
+
 def _ts(ms: int) -> str:
     return f"{ms}\n{iso_time(ms)}" if ms >= 0 else str(ms)
 
@@ -324,7 +332,7 @@ def _row(o: dict) -> tuple[str, ...]:
     t = o["type"]
     if t == "controller":
         return (str(o["id"]), o["incarnationId"], _endpoints(o["endpoints"]), _feature_ranges(o["features"]),
-                str(o["zkMigrationReady"]).lower(), _opt(o["registeredAt"]))
+                str(o["zkMigrationReady"]).lower(), _registered(o["registeredAt"]))
     if t == "broker":
         state = "fenced" if o["fenced"] else "unfenced"
         if o["inControlledShutdown"]:
@@ -332,7 +340,7 @@ def _row(o: dict) -> tuple[str, ...]:
         if o["isMigratingZkBroker"]:
             state += "\nmigrating ZK broker"
         return (str(o["id"]), str(o["epoch"]), o["incarnationId"], _endpoints(o["endpoints"]), _opt(o["rack"]), state,
-                _feature_ranges(o["features"]), "\n".join(o["logDirs"]) or "-", _opt(o["registeredAt"]))
+                _feature_ranges(o["features"]), "\n".join(o["logDirs"]) or "-", _registered(o["registeredAt"]))
     if t == "topic":
         return (o["name"], o["topicId"], str(o["partitions"]), _kv(o["configs"]))
     if t == "partition":
@@ -406,7 +414,11 @@ def render_text(objs: Iterable[dict]) -> Iterator[str]:
         groups[t].append(o)
     for t in order:
         title, headers = _TABLES[t]
-        yield _table(f"{title} ({len(groups[t])})", headers, [_row(o) for o in groups[t]]) + "\n"
+        rows = [_row(o) for o in groups[t]]
+        # a column that only says "-" (no rack, no ELR, no reassignment, no directories anywhere) is left out
+        keep = [i for i, h in enumerate(headers) if h not in _OPTIONAL or any(row[i] != "-" for row in rows)]
+        yield _table(f"{title} ({len(rows)})", tuple(headers[i] for i in keep),
+                     [tuple(row[i] for i in keep) for row in rows]) + "\n"
 
 
 def summary_line(r: MetadataReport) -> str:
