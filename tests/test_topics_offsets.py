@@ -126,6 +126,41 @@ def test_group_metadata_value_v0_v1_v2_hand_written():
                               '"leader":null,"currentStateTimestamp":1700000000000,"members":[]}}')
 
 
+
+def test_kip848_and_share_records_hand_written():
+    # type 5, ConsumerGroupMemberMetadataValue v0 (flexible); ClassicMemberMetadata (tag 0, a nullable struct
+    # whose default is an empty struct): written explicitly null = tag 0, size 1, marker 0 -> printed as null
+    key = h("0005" + s16("g") + s16("m"))
+    body = ("00" + cs("r") + cs("c") + cs("/h") + "03" + cs("a") + cs("b") + "00" + "00001388" + cs("uniform"))
+    d = decode_offsets(key, h("0000" + body + "01 00 01 00"), 0)
+    assert d.key_text == '{"type":"5","data":{"groupId":"g","memberId":"m"}}'
+    assert d.payload_text == (
+        '{"version":"0","data":{"instanceId":null,"rackId":"r","clientId":"c","clientHost":"/h",'
+        '"subscribedTopicNames":["a","b"],"subscribedTopicRegex":null,"rebalanceTimeoutMs":5000,'
+        '"serverAssignor":"uniform","classicMemberMetadata":null}}')
+    # no tag: the default (empty struct) is not printed
+    d = decode_offsets(key, h("0000" + body + "00"), 0)
+    assert d.payload_text.endswith('"serverAssignor":"uniform"}}')
+    # present: uvarint marker 1, SessionTimeoutMs, SupportedProtocols [{Name, Metadata}], tags
+    classic = "01 0000afc8 02" + cs("range") + "03 0102 00 00"
+    d = decode_offsets(key, h("0000" + body + "01 00" + f"{len(h(classic)):02x}" + classic), 0)
+    assert d.payload_text.endswith(
+        '"serverAssignor":"uniform","classicMemberMetadata":{"sessionTimeoutMs":45000,'
+        '"supportedProtocols":[{"name":"range","metadata":"AQI="}]}}}')
+    # type 8, ConsumerGroupCurrentMemberAssignmentValue v0
+    d = decode_offsets(h("0008" + s16("g") + s16("m")),
+                       h("0000 00000003 00000002 00 02" + TOPIC_ID + "03 00000000 00000001 00 01 00"), 0)
+    assert (d.key_text, d.payload_text) == (
+        '{"type":"8","data":{"groupId":"g","memberId":"m"}}',
+        '{"version":"0","data":{"memberEpoch":3,"previousMemberEpoch":2,"state":0,"assignedPartitions":'
+        '[{"topicId":"Uj5wn_FqTXirEASvVZRY1w","partitions":[0,1]}],"partitionsPendingRevocation":[]}}')
+    # type 15, ShareGroupStatePartitionMetadataValue v0
+    d = decode_offsets(h("000f" + s16("g")), h("0000 01 02" + TOPIC_ID + cs("t") + "00 00"), 0)
+    assert (d.key_text, d.payload_text) == (
+        '{"type":"15","data":{"groupId":"g"}}',
+        '{"version":"0","data":{"initializedTopics":[],"deletingTopics":'
+        '[{"topicId":"Uj5wn_FqTXirEASvVZRY1w","topicName":"t"}]}}')
+
 # ConsumerProtocolSubscription v0 / Assignment v0 bytes by hand (what every pre-2.4 client sends)
 SUB_V0 = "0000 00000001" + s16("foo") + "ffffffff"
 ASSIGN_V0 = "0000 00000001" + s16("foo") + "00000002 00000000 00000001" + "00000000"
