@@ -369,6 +369,23 @@ def test_share_group_state_decoder(run, tmp_path):
     ]
 
 
+def test_only_the_records_in_range_are_decoded(run, tmp_path):
+    """--start-offset/--end-offset: records outside the range are neither printed nor decoded
+    (the null key at offset 8 is outside, so nothing fails)."""
+    log = _write(
+        tmp_path / "__consumer_offsets-0", SEG,
+        _batch(RecordSpec(7, T0, OC_KEY, OC_VALUE), RecordSpec(8, T0, None, OC_VALUE), RecordSpec(9, T0, OC_KEY, OC_VALUE)),
+    )
+    r = run("dump", "--offsets-decoder", "--start-offset", "9", str(log))
+    assert r.code == 0 and r.err == "", r
+    assert _record_lines(r.out) == [GOLDEN_OFFSETS.replace("offset: 7 ", "offset: 9 ")]
+    r = run("dump", "--offsets-decoder", "--start-offset", "8", "--end-offset", "8", str(log))
+    assert r.code == 1, r
+    assert [line.split(" error: ")[1] for line in _record_lines(r.out)] == [
+        "Failed to decode message at offset 8 using offset topic decoder (message had a missing key)"
+    ]
+
+
 def test_share_group_state_null_key_names_its_decoder(run, tmp_path):
     log = _write(tmp_path / "__share_group_state-0", SEG, _batch(RecordSpec(0, T0, None, b"\x00\x00")))
     r = run("dump", "--share-group-state-decoder", str(log))
