@@ -203,7 +203,10 @@ class _Reader:
     def length(self, flex: bool, wide: bool, what: str) -> int:
         """A length or count: -1 for null."""
         if flex:
-            return self.uvarint(what) - 1
+            # Java: readUnsignedVarint() - 1 in int arithmetic (low 32 bits, signed): a huge
+            # length is negative, i.e. null, as in Kafka
+            n = (self.uvarint(what) - 1) & 0xFFFFFFFF
+            return n - (1 << 32) if n >= 1 << 31 else n
         n = (self.fixed("int32", what) if wide else self.fixed("int16", what))
         return -1 if n < 0 else n
 
@@ -280,9 +283,9 @@ class _Reader:
 
     def null(self, name: str, nullable: bool, start: int) -> None:
         """A null read at ``start`` for field ``name``: None, or Kafka's error where it may not be null."""
-        if not nullable:
+        if not nullable:  # Kafka names the field camelCase (FieldSpec.camelCaseName)
             self.fail(f"non-nullable field {name} was serialized as null", at=start,
-                      kafka=f"non-nullable field {name} was serialized as null")
+                      kafka=f"non-nullable field {json_key(name)} was serialized as null")
         return None
 
     def value(self, f: tuple, flex: bool, nullable: bool, *, tagged: bool = False) -> Any:
@@ -299,8 +302,9 @@ class _Reader:
                           kafka=f"Tried to allocate a collection of size {n}, but there are only "
                           f"{self.end - self.pos} bytes remaining.")
             et = t[2:]
-            if et in _PRIMITIVES:
-                return [self.primitive(et, name, flex, False) for _ in range(n)]
+            if et in _PRIMITIVES:  # Kafka calls an element "<field> element"
+                element = f"{name} element"
+                return [self.primitive(et, element, flex, False) for _ in range(n)]
             sub = _struct_fields(f, self.structs)
             return [self.struct(sub, flex) for _ in range(n)]
         if t in _PRIMITIVES:
@@ -308,8 +312,9 @@ class _Reader:
         sub = _struct_fields(f, self.structs)
         if nullable:
             if tagged:
-                marker = self.uvarint(f"null marker of {name}")
-                if marker == 0:
+                # Java: readUnsignedVarint() <= 0 on an int: 0, or the high bit of the low 32 set
+                marker = self.uvarint(f"null marker of {name}") & 0xFFFFFFFF
+                if marker == 0 or marker >= 1 << 31:
                     return None
             else:
                 if self.fixed("int8", f"null marker of {name}") < 0:
@@ -332,7 +337,7 @@ class _Reader:
             return self.null(name, nullable, start)
         if t == "string" and n > 0x7FFF:
             self.fail(f"string field {name} had invalid length {n}", at=start,
-                      kafka=f"string field {name} had invalid length {n}")
+                      kafka=f"string field {json_key(name)} had invalid length {n}")
         raw = self.take(n, name, array=True)
         if t == "string":
             return raw.decode("utf-8", errors="replace")
@@ -750,6 +755,8 @@ class _Gen:
             out.append(f"{ind}    pos += 1")
             out.append(f"{ind}else:")
             out.append(f"{ind}    {var}, pos = _uv(data, pos)")
+            out.append(f"{ind}    if {var} > 0x7FFFFFFF:")  # Java int arithmetic: the table walk
+            out.append(f"{ind}        raise _GiveUp")
             out.append(f"{ind}{var} -= 1")
         else:
             code = "i" if wide else "h"
@@ -829,6 +836,8 @@ class _Gen:
                 out.append(f"{ind}    pos += 1")
                 out.append(f"{ind}else:")
                 out.append(f"{ind}    {m}, pos = _uv(data, pos)")
+                out.append(f"{ind}    if {m} > 0x7FFFFFFF:")
+                out.append(f"{ind}        raise _GiveUp")
                 out.append(f"{ind}if {m} == 0:")
             else:
                 out.append(f"{ind}{m} = _unpack('>b', data, pos)[0]")
