@@ -412,8 +412,9 @@ class _Replay:
         self.classic: dict[str, _Classic] = {}
         self.modern: dict[str, _Modern] = {}
         self.deleted: dict[str, int] = {}  # group id -> offset of the tombstone that removed it
-        self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
-        self.pending: dict[int, dict[str, dict[tuple[str, int], CommittedOffset]]] = {}  # producer -> group -> ...
+        # group -> (topic, partition) -> (record offset, producer id or None, OffsetCommitValue message)
+        self.offsets: dict[str, dict[tuple[str, int], tuple]] = {}
+        self.pending: dict[int, dict[str, dict[tuple[str, int], tuple]]] = {}  # producer -> group -> (as offsets)
 
     # -- offsets
     def offset_commit(self, record_offset: int, producer_id: int | None, key: dict, value) -> None:
@@ -429,11 +430,8 @@ class _Replay:
                 if pending is not None:
                     pending.pop(tp, None)
             return
-        v = value.data
-        version = value.version
-        expire = v.get("expireTimestamp", -1) if version == 1 else None
-        entry = CommittedOffset(tp[0], tp[1], v["offset"], v.get("leaderEpoch", -1), v.get("metadata") or "",
-                                v.get("commitTimestamp", -1), expire, version, record_offset, producer_id)
+        # kept as read; the CommittedOffset is built once, for the live entries, at the end
+        entry = (record_offset, producer_id, value)
         if producer_id is None:
             self.offsets.setdefault(group, {})[tp] = entry
         else:
@@ -448,7 +446,7 @@ class _Replay:
             for tp, entry in entries.items():
                 existing = committed.get(tp)
                 # the most recent commit is kept when transactional and plain ones mix (by record offset)
-                if existing is None or entry.record_offset > existing.record_offset:
+                if existing is None or entry[0] > existing[0]:
                     committed[tp] = entry
             if not committed:
                 del self.offsets[group]
@@ -544,11 +542,12 @@ class _Replay:
         for by_group in self.pending.values():
             for group, entries in by_group.items():
                 if entries:
-                    pending_by_group.setdefault(group, []).extend(entries.values())
+                    pending_by_group.setdefault(group, []).extend(_committed(tp, e) for tp, e in entries.items())
         ids = set(self.classic) | set(self.modern) | set(self.offsets) | set(pending_by_group) | set(self.deleted)
         out = []
         for gid in sorted(ids):
-            offsets = sorted(self.offsets.get(gid, {}).values(), key=lambda o: (o.topic, o.partition))
+            offsets = sorted((_committed(tp, e) for tp, e in self.offsets.get(gid, {}).items()),
+                             key=lambda o: (o.topic, o.partition))
             pending = sorted(pending_by_group.get(gid, ()), key=lambda o: (o.topic, o.partition, o.record_offset))
             if topic is not None:
                 offsets = [o for o in offsets if o.topic == topic]
@@ -581,6 +580,14 @@ class _Replay:
                 g.protocol_type = ""  # a group that only stores offsets (a "simple" consumer group)
             out.append(g)
         return out
+
+
+def _committed(tp: tuple[str, int], entry: tuple) -> CommittedOffset:
+    """The CommittedOffset of an entry as the replay keeps it: (record offset, producer id, value message)."""
+    record_offset, producer_id, value = entry
+    v, version = value.data, value.version
+    return CommittedOffset(tp[0], tp[1], v["offset"], v["leaderEpoch"], v["metadata"] or "", v["commitTimestamp"],
+                           v["expireTimestamp"] if version == 1 else None, version, record_offset, producer_id)
 
 
 def _by_id(items) -> list[TopicPartitions]:
