@@ -633,9 +633,10 @@ _TAIL_KINDS = ("partial_batch", "trailing_bytes", "trailing_zeros")
 
 
 class _Walk:
-    """The batches of one file (a segment or a snapshot), as ``(batch, records)`` for every batch
-    read whole, stopping at the first damage (:attr:`damage`, in verify's words) or torn tail
-    (:attr:`tail`)."""
+    """The batches of one file (a segment or a snapshot), as ``(batch, chunks of records)``
+    (the chunks must be read before the next batch is asked for), stopping at the first damage
+    (:attr:`damage`, in verify's words: a region the walk cannot frame, a CRC mismatch, records
+    that do not decode) or torn tail (:attr:`tail`)."""
 
     def __init__(self, segment: Segment, *, offset: int | None = None) -> None:
         self.segment = segment
@@ -644,13 +645,13 @@ class _Walk:
         self.tail: BadRegion | None = None
         self.end_position = 0
 
-    def __iter__(self) -> Iterator[tuple[Batch, list]]:
+    def __iter__(self) -> Iterator[tuple[Batch, Iterator[list]]]:
         try:
             yield from self._walk()
         except KafkaToolError as e:  # not the bytes: the file cannot be opened or read
             self.damage = Problem("unreadable", e.message, self.segment.log_path, e.position)
 
-    def _walk(self) -> Iterator[tuple[Batch, list]]:
+    def _walk(self) -> Iterator[tuple[Batch, Iterator[list]]]:
         path = self.segment.log_path
         f = open_log(path)
         with f:
@@ -677,17 +678,22 @@ class _Walk:
                     self.damage = Problem("too_large", f"batch of {batch.size} bytes is larger than kafkatool reads "
                                                        "whole", path, batch.position)
                     return
-                try:
-                    chunks = list(batch_record_chunks(batch, data))
-                except KafkaToolError as e:
-                    self.damage = Problem("bad_records", e.message, path, batch.position)
-                    return
                 self.end_position = batch.position + batch.size
-                yield batch, chunks
+                yield batch, self._chunks(batch, data, path)
+                if self.damage is not None:  # the records of that batch did not decode
+                    return
+
+    def _chunks(self, batch: Batch, data, path: str) -> Iterator[list]:
+        """The batch's records in chunks, memory flat whatever its record count; records that do
+        not decode end them and are the walk's damage."""
+        try:
+            yield from batch_record_chunks(batch, data)
+        except KafkaToolError as e:
+            self.damage = Problem("bad_records", e.message, path, batch.position)
 
 
-def _read_snapshot(info: SnapshotInfo, decode, at_offset: int | None) -> tuple[ClusterState, list[Problem], int]:
-    """Replay one snapshot into a fresh state; sets ``info.valid``/``info.reason``."""
+def _read_snapshot(info: SnapshotInfo, decode) -> tuple[ClusterState, list[Problem]]:
+    """Replay one snapshot into a fresh state; sets ``info.valid``/``info.reason``/``info.records``."""
     state = ClusterState()
     problems: list[Problem] = []
     applier = _Applier(state, problems, lambda: info.path)
@@ -696,35 +702,36 @@ def _read_snapshot(info: SnapshotInfo, decode, at_offset: int | None) -> tuple[C
     first = True
     footer = False
     for batch, chunks in walk:
-        records = [r for chunk in chunks for r in chunk]
         if footer:
             info.reason = f"a batch after the SNAPSHOT_FOOTER at byte {batch.position}"
-            return state, problems, applier.applied
+            return state, problems
         if batch.is_control:
-            types = []
-            for r in records:
-                try:
-                    _v, type_id = decode_control_key(r.key)
-                    types.append(type_id)
-                    _control(type_id, r.value, state, batch.partition_leader_epoch)
-                except KafkaToolError as e:
-                    info.reason = f"a control record that does not decode at byte {batch.position}: {e.message}"
-                    return state, problems, applier.applied
-            if first and (not types or types[0] != ControlType.SNAPSHOT_HEADER):
+            first_type = None
+            for chunk in chunks:
+                for r in chunk:
+                    try:
+                        _v, type_id = decode_control_key(r.key)
+                        _control(type_id, r.value, state, batch.partition_leader_epoch)
+                    except KafkaToolError as e:
+                        info.reason = f"a control record that does not decode at byte {batch.position}: {e.message}"
+                        return state, problems
+                    if first_type is None:
+                        first_type = type_id
+                    footer = footer or type_id == ControlType.SNAPSHOT_FOOTER
+            if first and first_type != ControlType.SNAPSHOT_HEADER:
                 info.reason = "it does not start with a SNAPSHOT_HEADER control batch"
-                return state, problems, applier.applied
-            if ControlType.SNAPSHOT_FOOTER in types:
-                footer = True
+                return state, problems
         elif first:
             info.reason = "it does not start with a SNAPSHOT_HEADER control batch"
-            return state, problems, applier.applied
+            return state, problems
         else:
-            for r in records:
-                got = decode(r.value, r.offset)
-                if isinstance(got, str):
-                    problems.append(Problem("undecodable", got, info.path, batch.position, r.offset))
-                    continue
-                applier.record(got[0], got[1], r.offset)
+            for chunk in chunks:
+                for r in chunk:
+                    got = decode(r.value, r.offset)
+                    if got.__class__ is str:
+                        problems.append(Problem("undecodable", got, info.path, batch.position, r.offset))
+                        continue
+                    applier.record(got[0], got[1], r.offset)
         first = False
     if walk.damage is not None:
         info.reason = f"{walk.damage.kind} at byte {walk.damage.position}: {walk.damage.message}"
@@ -737,7 +744,7 @@ def _read_snapshot(info: SnapshotInfo, decode, at_offset: int | None) -> tuple[C
     else:
         info.valid = True
         info.records = applier.applied
-    return state, problems, applier.applied
+    return state, problems
 
 
 def find_metadata_partition(path: str) -> tuple[LogDir, Partition]:
@@ -817,7 +824,7 @@ def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataRepo
     snapshots.sort(key=lambda s: (s.end_offset, s.epoch), reverse=True)
     state = ClusterState()
     for snap in snapshots:
-        snap_state, snap_problems, _n = _read_snapshot(snap, decode, opts.at_offset)
+        snap_state, snap_problems = _read_snapshot(snap, decode)
         if snap.valid:
             report.snapshot = snap
             state = snap_state

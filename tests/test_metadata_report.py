@@ -438,6 +438,29 @@ def test_framing_damage_is_located_in_verify_words(logdir: Path) -> None:
     assert r.last_offset == 19
 
 
+def test_records_that_do_not_decode_stop_the_replay(tmp_path: Path) -> None:
+    """A batch whose CRC holds but whose records section does not frame (its header counts two
+    records, it holds one): Kafka's recovery stops there too."""
+    from kafkatool.record.encode import v2_batch
+    from kafkatool.record.v2 import encode_record
+
+    m = MetaLog()
+    m.rec("TopicRecord", {"Name": "a", "TopicId": ORDERS})
+    body = encode_record(0, 0, None, frame("TopicRecord", {"Name": "b", "TopicId": DOOMED}))
+    bad = v2_batch(body, base_offset=1, last_offset_delta=1, base_timestamp=1, max_timestamp=1, attributes=0,
+                   producer_id=-1, producer_epoch=-1, base_sequence=-1, partition_leader_epoch=7, count=2)
+    first_len = len(m.segments[0][1][0])
+    m.segments[0][1].append(bad)
+    m.offset = 3
+    m.rec("TopicRecord", {"Name": "c", "TopicId": TXN})
+    root = tmp_path / "badrecords"
+    (seg,) = m.write(root / "__cluster_metadata-0")
+    r = replay(str(root))
+    assert r.stopped_at is not None
+    assert (r.stopped_at.kind, r.stopped_at.file, r.stopped_at.position) == ("bad_records", str(seg), first_len)
+    assert "c" not in {t.name for t in r.state.topics.values()}
+
+
 def test_undecodable_record_is_reported_and_skipped(tmp_path: Path) -> None:
     m = MetaLog()
     m.rec("TopicRecord", {"Name": "a", "TopicId": ORDERS})
