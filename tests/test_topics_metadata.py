@@ -475,3 +475,28 @@ def test_double_text_matches_java():
     for x, text in cases.items():
         assert message.java_double(x) == text, x
     assert message.java_double(struct.unpack(">d", bytes.fromhex("7ff0000000000000"))[0]) == "Infinity"
+
+
+def test_kafka_cause_names_fields_as_the_generated_reader_does():
+    """MessageDataGenerator passes field.camelCaseName() (and "<name> element" for elements of
+    string/bytes arrays) to its "non-nullable field ..." / "string field ..." messages."""
+    def cause(name, data, version=0):
+        with pytest.raises(InvalidRecordError) as info:
+            message.decode(name, data, version)
+        return info.value.kafka_cause
+
+    assert cause("TransactionLogKey", b"\xff\xff") == "non-nullable field transactionalId was serialized as null"
+    # ConsumerProtocolSubscription v0: Topics []string, one element with length -1
+    assert cause("ConsumerProtocolSubscription", b"\x00\x00\x00\x01\xff\xff") == (
+        "non-nullable field topics element was serialized as null")
+    # DelegationTokenRecord: Owner "", Requester "", Renewers [one string of compact length 32768]
+    assert cause("DelegationTokenRecord", b"\x01\x01\x02\x81\x80\x02") == (
+        "string field renewers element had invalid length 32768")
+
+
+def test_compact_lengths_are_java_int_arithmetic():
+    # ConfigRecord's nullable Value with compact length uvarint 2**31 + 1: readUnsignedVarint() - 1
+    # is Integer.MIN_VALUE, negative, so null (as in Kafka); non-nullable Name the same way is an error
+    head = "01 04 00 02 02 78 02 79"
+    assert _payload(head + " 8180808008 00").endswith('"value":null}}')
+    assert _payload("01 04 00 02 02 78 8180808008 00 00") == "Error at 0, skipping. Failed to deserialize record with type 4"
