@@ -35,6 +35,7 @@ import calendar
 import os
 import re
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Iterator
 
@@ -44,6 +45,7 @@ from kafkatool.record.control import ControlType, decode_control_key, decode_end
 from kafkatool.record.layout import CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.segment.logdir import BadRegion, FileKind, Partition, Segment, batches_and_regions, open_log
 from kafkatool.segment.walk import WalkStop
+from kafkatool.stats import Problem
 
 __all__ = [
     "TRANSACTION_STATE_TOPIC",
@@ -95,20 +97,6 @@ class Verdict:
 
     ORDER = (HANGING, TIMED_OUT, COMPLETING, ONGOING, UNKNOWN)
     """From the most to the least alarming: a transaction's verdict is its worst partition's."""
-
-
-@dataclass(frozen=True, slots=True)
-class Problem:
-    """Bad input met while reading, located: ``file:position: kind: message`` (verify's words)."""
-
-    file: str
-    position: int | None
-    kind: str
-    message: str
-
-    def __str__(self) -> str:
-        where = self.file if self.position is None else f"{self.file}:{self.position}"
-        return f"{where}: {self.kind}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -315,32 +303,47 @@ def _walk(partition: Partition, segments: list[Segment], problems: list[Problem]
     :class:`Problem` in ``problems``, the walk going on after it."""
     for seg in segments:
         path = seg.log_path
-        f = _open(seg, problems)
-        if f is None:
-            continue
-        try:
-            fd = f.fileno()
-            size = os.fstat(fd).st_size
+        with _reading(seg, problems) as opened:
+            if opened is None:
+                continue
+            fd, size = opened
             for item in batches_and_regions(seg, fd, 0, size, size):
                 if isinstance(item, BadRegion):
-                    problems.append(Problem(path, item.start, item.kind, item.message))
+                    problems.append(_region_problem(path, item))
                     continue
                 yield item[0], item[1], path
-        except KafkaToolError as e:  # not about the bytes: the file cannot be read
-            problems.append(Problem(e.path or path, e.position, e.kind or "unreadable", e.message))
-        except OSError as e:
-            problems.append(Problem(path, None, "unreadable", e.strerror or str(e)))
-        finally:
-            f.close()
 
 
-def _open(seg: Segment, problems: list[Problem]):
-    """The segment's ``.log`` open for reading, or None (a problem said why)."""
+def _problem(e: BaseException, path: str, kind: str = "unreadable", position: int | None = None) -> Problem:
+    """A located :class:`Problem` for an error met reading ``path`` (its own location when it has one)."""
+    if isinstance(e, KafkaToolError):
+        return Problem(e.path or path, position if e.position is None else e.position, e.message, e.kind or kind)
+    if isinstance(e, OSError):
+        return Problem(e.filename or path, position, e.strerror or str(e), kind)
+    return Problem(path, position, str(e), kind)
+
+
+def _region_problem(path: str, region: BadRegion) -> Problem:
+    """A damaged region, in ``kafkatool verify``'s words (its finding kind and message)."""
+    return Problem(path, region.start, region.message, region.kind)
+
+
+@contextmanager
+def _reading(seg: Segment, problems: list[Problem]) -> Iterator[tuple[int, int] | None]:
+    """The segment's ``.log`` open for the block as ``(fd, size)`` (None: it cannot be opened, a
+    problem says why); an error reading it in the block becomes a problem and ends the block."""
     try:
-        return open_log(seg.log_path)
+        f = open_log(seg.log_path)
     except KafkaToolError as e:
-        problems.append(Problem(e.path or seg.log_path, e.position, e.kind or "unreadable", e.message))
-        return None
+        problems.append(_problem(e, seg.log_path))
+        yield None
+        return
+    try:
+        yield f.fileno(), os.fstat(f.fileno()).st_size
+    except (KafkaToolError, OSError) as e:  # not about the bytes: the file cannot be read
+        problems.append(_problem(e, seg.log_path))
+    finally:
+        f.close()
 
 
 def _marker(batch: Batch, data, path: str) -> tuple[int, int]:
@@ -378,10 +381,10 @@ def _snapshot_seed(partition: Partition, base_offset: int, problems: list[Proble
             try:
                 snap = read_producer_snapshot(e.path)
             except KafkaToolError as err:
-                problems.append(Problem(err.path or e.path, err.position, err.kind or "corrupt_snapshot", err.message))
+                problems.append(_problem(err, e.path, "corrupt_snapshot"))
                 return {}
             except OSError as err:
-                problems.append(Problem(e.path, None, "unreadable", err.strerror or str(err)))
+                problems.append(_problem(err, e.path))
                 return {}
             seeded = {}
             for s in snap.entries:
@@ -409,7 +412,7 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
     try:
         segments = partition.segments()
     except KafkaToolError as e:
-        problems.append(Problem(e.path or partition.path, e.position, e.kind or "unreadable", e.message))
+        problems.append(_problem(e, partition.path))
         segments = []
     topic, number = partition.topic or "", partition.partition if partition.partition is not None else -1
     open_: dict[int, list] = {}
@@ -424,15 +427,14 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
     newest = -1
     for seg in segments:
         path = seg.log_path
-        f = _open(seg, problems)
-        if f is None:
-            continue
-        try:
-            size = os.fstat(f.fileno()).st_size
+        with _reading(seg, problems) as opened:
+            if opened is None:
+                continue
+            fd, size = opened
             # the walk is inlined here (no generator of our own per batch): this loop is the cost
-            for item in batches_and_regions(seg, f.fileno(), 0, size, size):
+            for item in batches_and_regions(seg, fd, 0, size, size):
                 if item.__class__ is BadRegion:
-                    problems.append(Problem(path, item.start, item.kind, item.message))  # type: ignore[union-attr]
+                    problems.append(_region_problem(path, item))  # type: ignore[arg-type]
                     continue
                 b, data = item  # type: ignore[misc]
                 (_pos, _size, offset, magic, crc, attrs, lod, base_ts, max_ts, pid, epoch, _seq, count, _ple,
@@ -447,16 +449,17 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
                     continue  # (transactions exist only in v2 batches; a legacy entry has no such bit)
                 transactional += 1
                 if crc != computed:
-                    problems.append(Problem(path, b.position, "crc_mismatch",
+                    problems.append(Problem(path, b.position,
                                             f"the batch's bytes do not match its CRC (stored crc {crc}, computed crc "
-                                            f"{computed}; the batch spans {b.size} bytes): its header is used all the same"))
+                                            f"{computed}; the batch spans {b.size} bytes): its header is used all the same",
+                                            "crc_mismatch"))
                 if attrs & CONTROL_BIT:
                     try:
                         type_id, coordinator_epoch = _marker(b, data, path)
                     except KafkaToolError as e:
-                        problems.append(Problem(e.path or path, e.position if e.position is not None else b.position,
-                                                e.kind or "invalid_record",
-                                                f"a control batch whose marker does not decode: {e.message}"))
+                        found = _problem(e, path, "invalid_record", b.position)
+                        problems.append(replace(found, message=f"a control batch whose marker does not decode: "
+                                                               f"{found.message}"))
                         continue
                     if type_id != ControlType.ABORT and type_id != ControlType.COMMIT:
                         continue
@@ -486,12 +489,6 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
                     row[_EPOCH] = epoch
                     row[_BATCHES] += 1
                     row[_RECORDS] += count
-        except KafkaToolError as e:  # not about the bytes: the file cannot be read
-            problems.append(Problem(e.path or path, e.position, e.kind or "unreadable", e.message))
-        except OSError as e:
-            problems.append(Problem(path, None, "unreadable", e.strerror or str(e)))
-        finally:
-            f.close()
     log_end = _end(last, segments)
     log_start = first_offset if first_offset is not None else (segments[0].base_offset if segments else None)
     opened = []
@@ -550,7 +547,7 @@ def _state_records(partition: Partition, problems: list[Problem], scan: list | N
     try:
         segments = partition.segments()
     except KafkaToolError as e:
-        problems.append(Problem(e.path or partition.path, e.position, e.kind or "unreadable", e.message))
+        problems.append(_problem(e, partition.path))
         segments = []
     batches, first_offset, last, newest = 0, None, None, -1
     try:
@@ -564,8 +561,9 @@ def _state_records(partition: Partition, problems: list[Problem], scan: list | N
             if b.magic >= 2 and b.attributes & CONTROL_BIT:
                 continue
             if data is None:
-                problems.append(Problem(path, b.position, "batch_too_large",
-                                        f"a batch of {b.size} bytes, larger than the walk holds, is not opened"))
+                problems.append(Problem(path, b.position,
+                                        f"a batch of {b.size} bytes, larger than the walk holds, is not opened",
+                                        "batch_too_large"))
                 continue
             try:
                 for chunk in batch_record_chunks(b, data):
@@ -573,7 +571,7 @@ def _state_records(partition: Partition, problems: list[Problem], scan: list | N
                         yield r, path, b.position
             except KafkaToolError as e:
                 e = e.at(path, b.position)
-                problems.append(Problem(e.path or path, e.position, e.kind or "invalid_record", e.message))
+                problems.append(_problem(e, path, "invalid_record"))
     finally:
         if scan is not None:
             scan[:] = [batches, first_offset, last, newest, segments]
@@ -585,7 +583,7 @@ def _skipped_key(d) -> bool:
 
 
 def _undecodable(d, offset: int, path: str, position: int) -> Problem:
-    return Problem(path, position, "undecodable_record", f"offset {offset}: {d.error or d.key_text}")
+    return Problem(path, position, f"offset {offset}: {d.error or d.key_text}", "undecodable_record")
 
 
 def replay_transaction_state(partition: Partition, problems: list[Problem]
@@ -880,6 +878,5 @@ def find_partitions(paths: Iterable[str]) -> Found:
         elif isinstance(item, Segment):
             out.files.append(item.log_path)
         else:  # a path that cannot be read: its problems
-            for pr in item.problems:
-                out.problems.append(Problem(pr.file, pr.position, pr.kind, pr.message))
+            out.problems.extend(item.problems)
     return out

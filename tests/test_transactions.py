@@ -34,7 +34,6 @@ __transaction_state-0: tx-commit Ongoing -> PrepareCommit -> CompleteCommit; tx-
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import struct
 from pathlib import Path
@@ -48,6 +47,7 @@ from conftest import real_fixture
 from kafkatool import transactions as tx
 from kafkatool.record.message import encode
 from kafkatool.record.v2 import RecordSpec, encode_batch
+from kafkatool.record.varint import encode_varint as zigzag  # (the marker layout is pinned by spec §16.2's CRC)
 from kafkatool.segment.logdir import Partition
 from kafkatool.segment.snapshot import ProducerSnapshotEntry, encode_producer_snapshot
 
@@ -56,18 +56,6 @@ SEG = "00000000000000000000.log"
 
 
 # ----------------------------------------------------------------------------- builders (private)
-
-
-def zigzag(n: int) -> bytes:
-    """A signed varint (spec §4.2)."""
-    u = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while True:
-        if u < 0x80:
-            out.append(u)
-            return bytes(out)
-        out.append(u & 0x7F | 0x80)
-        u >>= 7
 
 
 def data(offset: int, pid: int, epoch: int, timestamps: list[int], *, txn: bool = True, seq: int = 0) -> bytes:

@@ -249,8 +249,8 @@ def replica_lines(r: TransactionsReport) -> list[str]:
 
 
 def problem_lines(r: TransactionsReport) -> list[str]:
-    """Each problem as ``file:position: kind: message``."""
-    return [str(p) for p in r.problems]
+    """Each problem as ``file:position: kind: message`` (``kafkatool verify``'s lines)."""
+    return [f"{p.file if p.position is None else f'{p.file}:{p.position}'}: {p.kind}: {p.message}" for p in r.problems]
 
 
 def command_lines(r: TransactionsReport) -> list[str]:
