@@ -648,11 +648,15 @@ def test_every_truncation_of_real_shaped_records():
 # ------------------------------------------------------------------ speed
 
 def _rate(pairs, n: int) -> float:
-    start = time.perf_counter()
-    for i in range(n):
-        k, v = pairs[i % len(pairs)]
-        decode_offsets(k, v, i)
-    return n / (time.perf_counter() - start)
+    """Records per second, the best of three runs (a loaded machine only slows some runs down)."""
+    best = 0.0
+    for _ in range(3):
+        start = time.perf_counter()
+        for i in range(n):
+            k, v = pairs[i % len(pairs)]
+            decode_offsets(k, v, i)
+        best = max(best, n / (time.perf_counter() - start))
+    return best
 
 
 def test_speed_is_linear_and_not_absurd():
@@ -661,6 +665,7 @@ def test_speed_is_linear_and_not_absurd():
     small, large = _rate(pairs, 5000), _rate(pairs, 40000)
     assert large > small / 3, (small, large)  # per-record cost flat, not growing with the count
     assert large > 10000, large  # ~150k/s on the dev box; a generous floor for slow CI machines
+
     # a GroupMetadataValue with many members costs in proportion to its members
     def group(n):
         member = (s16("m") + "ffff" + s16("c") + s16("/h") + "000493e0 00002710"
@@ -668,12 +673,16 @@ def test_speed_is_linear_and_not_absurd():
                   + struct.pack(">i", len(h(ASSIGN_V0))).hex() + ASSIGN_V0)
         return h("0003" + s16("consumer") + "00000001" + s16("range") + s16("m1") + "0000018bcfe56800"
                  + struct.pack(">i", n).hex() + member * n)
+
     key = h("0002" + s16("g"))
     t = []
     for n in (200, 1600):
         value = group(n)
-        start = time.perf_counter()
-        d = decode_offsets(key, value, 0)
-        t.append(time.perf_counter() - start)
+        best = float("inf")
+        for _ in range(3):
+            start = time.perf_counter()
+            d = decode_offsets(key, value, 0)
+            best = min(best, time.perf_counter() - start)
+        t.append(best)
         assert d.error is None and len(d.payload_json["data"]["members"]) == n
     assert t[1] < t[0] * 8 * 3, t
