@@ -5,6 +5,7 @@ transactions of the data partitions. Parses the options, calls
 from __future__ import annotations
 
 import sys
+from contextlib import contextmanager
 
 import click
 
@@ -74,7 +75,8 @@ def transactions(paths, transactional_id, open_only, topics, now_ms, state_parti
     options = TransactionsOptions(transactional_id=transactional_id, open_only=open_only,
                                   topics=frozenset(topics) if topics else None, now_ms=now_ms,
                                   transaction_state_partitions=state_partitions)
-    report = transactions_report(found.partitions, options)
+    with _progress(fmt == "table" and not quiet and sys.stderr.isatty()) as advance:
+        report = transactions_report(found.partitions, options, on_partition=advance)
     report.problems[:0] = found.problems
     out = sys.stdout
     if fmt == "jsonl":
@@ -95,3 +97,29 @@ def transactions(paths, transactional_id, open_only, topics, now_ms, state_parti
             sys.stderr.write(f"kafkatool: note: {line}\n")
         sys.stderr.write(render.summary_line(report) + "\n")
     sys.exit(ExitCode.FINDINGS if report.open or report.problems else ExitCode.OK)
+
+
+@contextmanager
+def _progress(shown: bool):
+    """Partitions read so far, on standard error while the tables are being gathered at a terminal.
+    Yields ``advance(partition)``."""
+    if not shown:
+        yield lambda partition: None
+        return
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    progress = Progress(SpinnerColumn(), TextColumn("transactions: {task.fields[n]} partitions, reading {task.fields[name]}"),
+                        console=Console(stderr=True, highlight=False, markup=False), transient=True)
+    task = progress.add_task("transactions", total=None, n=0, name="")
+    done = [0]
+
+    def advance(partition) -> None:
+        done[0] += 1
+        progress.update(task, n=done[0], name=partition.name)
+
+    progress.start()
+    try:
+        yield advance
+    finally:
+        progress.stop()
