@@ -470,18 +470,20 @@ class _Applier:
         return b
 
     def _unregister_broker(self, d: dict, offset: int) -> None:
-        if self._broker(d["BrokerId"], d["BrokerEpoch"], "UnregisterBrokerRecord:", offset) is not None:
-            del self.state.brokers[d["BrokerId"]]
+        # ClusterDelta.replay(UnregisterBrokerRecord) removes the broker whatever the epoch
+        if self.state.brokers.pop(d["BrokerId"], None) is None:
+            self._problem("unknown_broker", f"UnregisterBrokerRecord: broker {d['BrokerId']} is not registered: "
+                                            "nothing to remove", offset)
 
     def _fence(self, d: dict, offset: int) -> None:
         b = self._broker(d["Id"], d["Epoch"], "FenceBrokerRecord:", offset)
         if b is not None:
-            b.fenced, b.in_controlled_shutdown = True, False
+            b.fenced = True  # the controlled-shutdown flag stays (cloneWith(FENCE, empty, empty))
 
     def _unfence(self, d: dict, offset: int) -> None:
         b = self._broker(d["Id"], d["Epoch"], "UnfenceBrokerRecord:", offset)
         if b is not None:
-            b.fenced, b.in_controlled_shutdown = False, False
+            b.fenced = False
 
     def _broker_change(self, d: dict, offset: int) -> None:
         b = self._broker(d["BrokerId"], d["BrokerEpoch"], "BrokerRegistrationChangeRecord:", offset)

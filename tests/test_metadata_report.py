@@ -476,15 +476,24 @@ def test_undecodable_record_is_reported_and_skipped(tmp_path: Path) -> None:
 
 def test_broker_records_for_another_epoch_are_ignored(tmp_path: Path) -> None:
     m = MetaLog()
-    m.batch(broker(1, 10, "a"))
-    m.rec("UnfenceBrokerRecord", {"Id": 1, "Epoch": 9})     # an older registration's epoch
-    m.rec("UnfenceBrokerRecord", {"Id": 7, "Epoch": 10})    # no such broker
-    m.rec("UnregisterBrokerRecord", {"BrokerId": 1, "BrokerEpoch": 11})
+    m.batch(broker(1, 10, "a"))                                                          # 0
+    m.rec("UnfenceBrokerRecord", {"Id": 1, "Epoch": 9})     # an older registration's epoch  1
+    m.rec("UnfenceBrokerRecord", {"Id": 7, "Epoch": 10})    # no such broker                  2
+    m.rec("UnfenceBrokerRecord", {"Id": 1, "Epoch": 10})                                 # 3
+    m.rec("BrokerRegistrationChangeRecord", {"BrokerId": 1, "BrokerEpoch": 10, "InControlledShutdown": 1}, 1)  # 4
+    m.rec("FenceBrokerRecord", {"Id": 1, "Epoch": 10})      # fences; the shutdown flag stays 5
+    m.rec("UnregisterBrokerRecord", {"BrokerId": 1, "BrokerEpoch": 11})  # removed whatever the epoch (the image)  6
+    m.rec("UnregisterBrokerRecord", {"BrokerId": 1, "BrokerEpoch": 10})                  # 7
     root = tmp_path / "epochs"
     m.write(root / "__cluster_metadata-0")
-    r = replay(str(root))
-    assert [(p.kind, p.offset) for p in r.problems] == [("broker_epoch", 1), ("unknown_broker", 2), ("broker_epoch", 3)]
+    r = replay(str(root), MetadataOptions(at_offset=3))
+    assert [(p.kind, p.offset) for p in r.problems] == [("broker_epoch", 1), ("unknown_broker", 2)]
     assert r.state.brokers[1].fenced is True
+    r = replay(str(root), MetadataOptions(at_offset=6))
+    assert (r.state.brokers[1].fenced, r.state.brokers[1].in_controlled_shutdown) == (True, True)
+    r = replay(str(root))
+    assert [(p.kind, p.offset) for p in r.problems] == [("broker_epoch", 1), ("unknown_broker", 2), ("unknown_broker", 7)]
+    assert r.state.brokers == {}
 
 
 def test_partition_directories_elr_and_recovery_state(tmp_path: Path) -> None:
