@@ -572,7 +572,8 @@ def test_every_real_consumer_offsets_record_decodes(real):
                     for kind in ("subscription", "assignment"):
                         assert isinstance(shown[kind], dict), (part.path, r.offset, kind)
                         decoded = decode_consumer_protocol(kind, raw[kind])
-                        name = "ConsumerProtocolSubscription" if kind == "subscription" else "ConsumerProtocolAssignment"
+                        name = {"subscription": "ConsumerProtocolSubscription",
+                                "assignment": "ConsumerProtocolAssignment"}[kind]
                         pv = struct.unpack_from(">h", raw[kind])[0]
                         assert decoded == message.decode(name, raw[kind], pv, pos=2)[0]
     assert sum(seen.values()) > 9000 and members > 30, (seen, members)

@@ -28,7 +28,8 @@ the spec's Kafka commit:
     version <v> from <key|value>'s buffer due to: <cause>.``, where cause is the
     generated reader's message (the codec's ``kafka_cause``), or ``null`` where Kafka
     throws a message-less BufferUnderflowException (a fixed-width field or a varint past
-    the end: ``String.format("%s", null)``);
+    the end: ``String.format("%s", null)``). A cause that ends with a period gets a
+    second one (``... bytes remaining..``), as Kafka prints it;
   - a null key: kafka-dump-log throws (exit 1): ``fatal``, error ``Failed to decode
     message at offset <o> using offset topic decoder (message had a missing key)`` (``share
     group state topic decoder`` for the share decoder), no key or payload text.
@@ -59,6 +60,7 @@ __all__ = ["decode_offsets", "decode_share_group_state", "decode_consumer_protoc
            "SHARE_VALUES"]
 
 _INT16 = struct.Struct(">h").unpack_from
+
 
 def _text(tree: dict) -> str:
     return message.dumps(tree, floats=False)  # no coordinator message has a float64 field
