@@ -633,11 +633,19 @@ def replay_partition(partition: Partition, options: GroupsOptions = GroupsOption
             read.undecodable_not_listed += 1
 
     log_end = None
-    segments = partition.segments()
+    try:
+        segments = partition.segments()
+    except KafkaToolError as e:  # the directory cannot be listed
+        problem(Problem(partition.path, 0, "unreadable", e.message))
+        segments = []
     read.segments = len(segments)
     for seg in segments:
         path = seg.log_path
-        f = open_log(path)
+        try:
+            f = open_log(path)
+        except KafkaToolError as e:
+            problem(Problem(path, 0, e.kind or "unreadable", e.message))
+            continue
         try:
             size = os.fstat(f.fileno()).st_size
             for item in batches_and_regions(seg, f.fileno(), 0, size, size):
@@ -670,6 +678,10 @@ def replay_partition(partition: Partition, options: GroupsOptions = GroupsOption
                     e = e.at(path, batch.position)
                     problem(Problem(path, e.position if e.position is not None else batch.position,
                                     e.kind or "invalid_record", f"{e.message}: the rest of the batch is not replayed"))
+        except (KafkaToolError, OSError) as e:  # not the bytes: the file could not be read on
+            message = e.message if isinstance(e, KafkaToolError) else f"cannot read the file: {e.strerror or e}"
+            problem(Problem(path, getattr(e, "position", None) or 0, "unreadable",
+                            f"{message}: the rest of the segment is not replayed"))
         finally:
             f.close()
     if log_end is None and segments:

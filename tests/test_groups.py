@@ -599,3 +599,30 @@ def test_a_directory_named_twice_is_one_copy(tmp_path, capsys) -> None:
     code, out, err = cli(capsys, tmp_path / "b", tmp_path / "b" / f"{OFFSETS}-0", "--format", "jsonl")
     assert code == 0 and "note:" not in err
     assert jsonl(out)[0]["otherReplicas"] == []
+
+
+def test_a_batch_whose_records_do_not_decode(tmp_path, capsys) -> None:
+    """A gzip batch whose compressed bytes are damaged under a valid CRC (rewritten with the
+    crc32c package, spec §4.1: CRC-32C of the bytes from the attributes on, at byte 17)."""
+    import crc32c
+
+    log = td.LogBuilder(timestamp=T0)
+    log.add([commit("g", "t", 0, 1, T0)])
+    at = len(b"".join(log.segments[-1][1]))
+    log.add([commit("g", "t", 1, 5, T0), commit("g", "t", 2, 6, T0)], codec=1)
+    log.add([commit("g", "t", 0, 2, T0)])
+    (seg,) = log.write(td.partition_dir(tmp_path / "b", OFFSETS, 0))
+    data = bytearray(seg.read_bytes())
+    size = struct.unpack_from(">i", data, at + 8)[0] + 12
+    for i in range(at + 61 + 10, at + size - 8):  # the deflate stream, past the gzip header
+        data[i] ^= 0x5A
+    struct.pack_into(">I", data, at + 17, crc32c.crc32c(bytes(data[at + 21:at + size])))
+    seg.write_bytes(bytes(data))
+    code, out, err = cli(capsys, tmp_path / "b", "--format", "jsonl")
+    assert code == 1 and "Traceback" not in err
+    (line,) = [ln for ln in err.splitlines() if ln.startswith(f"kafkatool: error: {seg}:")]
+    position = int(line.split(f"{seg}:")[1].split(":")[0])
+    assert at <= position < at + size and ": decompression_failed: " in line  # the byte where the records start
+    assert line.endswith("the rest of the batch is not replayed")
+    g = groups_by_id(jsonl(out))["g"]
+    assert {k: v["offset"] for k, v in offsets_of(g).items()} == {("t", 0): 2}
