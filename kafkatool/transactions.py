@@ -31,12 +31,12 @@ offset is read and the others are named in its :class:`PartitionScan`.
 
 from __future__ import annotations
 
-import calendar
 import os
 import re
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Iterator
 
 from kafkatool.errors import KafkaToolError
@@ -136,7 +136,7 @@ class OpenPartition:
     first_offset: int
     """The first offset of the open transaction: the partition's last stable offset cannot pass it."""
     last_offset: int
-    """The last offset of its data (-1 when only a producer snapshot names it)."""
+    """The last offset of its data (the producer snapshot's when no data of it is left; -1 when unknown)."""
     first_timestamp: int
     """The first record's timestamp of its first batch (-1 when not known: first offset from a snapshot)."""
     last_timestamp: int
@@ -278,17 +278,20 @@ def parse_time(text: str) -> int:
     if not m:
         raise ValueError(f"{text!r} is neither epoch milliseconds nor an ISO 8601 time such as 2024-05-01T12:00:00Z")
     year, month, day, hour, minute, second, frac, zone = m.groups()
-    try:
-        secs = calendar.timegm((int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0)))
-        time.strptime(f"{year}-{month}-{day} {hour or 0}:{minute or 0}:{second or 0}", "%Y-%m-%d %H:%M:%S")
+    offset = timedelta(0)
+    if zone and zone != "Z":
+        digits = zone[1:].replace(":", "")
+        offset = timedelta(hours=int(digits[:2]), minutes=int(digits[2:])) * (1 if zone[0] == "+" else -1)
+    try:  # (datetime checks every field: no February 30th, no hour 25)
+        when = datetime(int(year), int(month), int(day), int(hour or 0), int(minute or 0), int(second or 0),
+                        tzinfo=timezone(offset))
     except ValueError:
         raise ValueError(f"{text!r} is not a valid date and time") from None
-    ms = secs * 1000 + (int((frac or "0").ljust(3, "0")[:3]))
-    if zone and zone != "Z":
-        sign = 1 if zone[0] == "+" else -1
-        digits = zone[1:].replace(":", "")
-        ms -= sign * (int(digits[:2]) * 60 + int(digits[2:])) * 60_000
-    return ms
+    delta = when - _UNIX_EPOCH
+    return delta.days * 86_400_000 + delta.seconds * 1000 + int((frac or "0").ljust(3, "0")[:3])
+
+
+_UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 # ----------------------------------------------------------------------------- one partition's walk
@@ -389,8 +392,8 @@ def _snapshot_seed(partition: Partition, base_offset: int, problems: list[Proble
             seeded = {}
             for s in snap.entries:
                 if s.current_txn_first_offset >= 0:
-                    seeded[s.producer_id] = _row(s.current_txn_first_offset, -1, -1, -1, s.epoch, 0, 0,
-                                                 s.coordinator_epoch, True, s.timestamp)
+                    seeded[s.producer_id] = _row(s.current_txn_first_offset, s.last_offset, -1, s.timestamp, s.epoch,
+                                                 0, 0, s.coordinator_epoch, True)
             return seeded
     return {}
 
@@ -400,9 +403,8 @@ _FIRST, _LAST, _FIRST_TS, _LAST_TS, _FIRST_EPOCH, _EPOCH, _BATCHES, _RECORDS, _C
 
 
 def _row(first: int, last: int, first_ts: int, last_ts: int, epoch: int, batches: int, records: int,
-         coordinator_epoch: int, from_snapshot: bool, snapshot_ts: int = -1) -> list:
-    return [first, last, first_ts, max(last_ts, snapshot_ts), epoch, epoch, batches, records, coordinator_epoch,
-            from_snapshot]
+         coordinator_epoch: int, from_snapshot: bool) -> list:
+    return [first, last, first_ts, last_ts, epoch, epoch, batches, records, coordinator_epoch, from_snapshot]
 
 
 def scan_data_partition(partition: Partition, problems: list[Problem], *, other_copies=()

@@ -350,6 +350,16 @@ def test_data_before_the_log_start_from_the_producer_snapshot(tmp_path: Path) ->
     assert r.partitions[0].committed == 1 and r.partitions[0].markers_without_data == 0
 
 
+def test_a_transaction_only_the_producer_snapshot_knows(tmp_path: Path) -> None:
+    """Open before the log start, no data of it left: the snapshot's offsets and time are all there is."""
+    d = tmp_path / "d"
+    part = write(d, "orders-0", data(100, 1, 0, [T + 100], txn=False), base=100)
+    (part / "00000000000000000100.snapshot").write_bytes(
+        encode_producer_snapshot([ProducerSnapshotEntry(9000, 2, 10, 95, 0, T + 95, 4, 90)]))
+    (p,) = report(d, now_ms=T).open[0].partitions
+    assert (p.first_offset, p.last_offset, p.first_timestamp, p.last_timestamp, p.batches) == (90, 95, -1, T + 95, 0)
+
+
 def test_data_at_a_log_start_above_zero_without_a_snapshot_is_uncertain(tmp_path: Path) -> None:
     d = tmp_path / "d"
     write(d, "orders-0", data(100, 9000, 2, [T]), marker(101, 8000, 0, True, T + 1), base=100)
@@ -438,12 +448,15 @@ def test_a_corrupt_transaction_state_record_is_a_problem_not_a_crash(tmp_path: P
     ("2023-11-14 23:13:20+01:00", 1700000000000),
     ("2023-11-14T22:13:20", 1700000000000),
     ("2023-11-14", 1699920000000),
+    ("2024-02-29T00:00:00-0130", 1709170200000),
+    ("1969-12-31T23:59:59.999Z", -1),
 ])
 def test_parse_time(text: str, ms: int) -> None:
     assert tx.parse_time(text) == ms
 
 
-@pytest.mark.parametrize("text", ["yesterday", "2023-13-01", "2023-11-14T25:00:00Z", ""])
+@pytest.mark.parametrize("text", ["yesterday", "2023-13-01", "2023-11-14T25:00:00Z", "2023-02-29", "", "2023-11-14T22:13"
+                                  "+25:00"])
 def test_parse_time_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         tx.parse_time(text)
