@@ -402,7 +402,9 @@ def render_text(objs: Iterable[dict]) -> Iterator[str]:
     for o in objs:
         t = o["type"]
         if t == "replay":
-            yield "\n".join(_replay_lines(o)) + "\n\n"
+            from kafkatool.render.table import escape
+
+            yield "\n".join(escape(line) for line in _replay_lines(o)) + "\n\n"
             continue
         if t == "cluster":
             rows = _cluster_rows(o)
