@@ -42,10 +42,10 @@ import crc32c
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+import topicdata
 from conftest import real_fixture
 
 from kafkatool import transactions as tx
-from kafkatool.record.message import encode
 from kafkatool.record.v2 import RecordSpec, encode_batch
 from kafkatool.record.varint import encode_varint as zigzag  # (the marker layout is pinned by spec §16.2's CRC)
 from kafkatool.segment.logdir import Partition
@@ -87,16 +87,13 @@ def test_the_hand_laid_marker_is_spec_16_2s_golden_batch() -> None:
     assert struct.unpack_from(">I", b, 17)[0] == 2627399116
 
 
-def txn_key(txn_id: str) -> bytes:
-    return struct.pack(">h", 0) + encode("TransactionLogKey", {"TransactionalId": txn_id}, 0)
+txn_key = topicdata.txn_log_key
 
 
 def txn_value(pid: int, epoch: int, state: int, partitions: dict[str, list[int]], *, start: int, update: int,
-              timeout: int = 60000, version: int = 1) -> bytes:
-    value = {"ProducerId": pid, "ProducerEpoch": epoch, "TransactionTimeoutMs": timeout, "TransactionStatus": state,
-             "TransactionPartitions": [{"Topic": t, "PartitionIds": ps} for t, ps in partitions.items()],
-             "TransactionLastUpdateTimestampMs": update, "TransactionStartTimestampMs": start}
-    return struct.pack(">h", version) + encode("TransactionLogValue", value, version)
+              timeout: int = 60000, version: int = 1, **tagged) -> bytes:
+    return topicdata.txn_log_value(pid, epoch, state, timeout_ms=timeout, partitions=partitions, last_update=update,
+                                   start=start, version=version, **tagged)
 
 
 #: tx-open's key and value, written by hand from spec §14.2 (value version 0: not flexible).
@@ -290,6 +287,19 @@ def test_a_producer_id_the_transactional_id_moved_away_from_is_hanging(tmp_path:
     assert "moved on to producer id 3001" in got.partitions[0].reason
 
 
+def test_a_previous_producer_id_of_a_version_1_value_names_the_transactional_id(tmp_path: Path) -> None:
+    """A version 1 value carries the producer id it replaced (tagged PreviousProducerId): open data
+    of that old id is hanging, named by the latest state alone."""
+    d = tmp_path / "d"
+    write(d, "orders-0", data(0, 3000, 32766, [T]))
+    write(d, "__transaction_state-0",
+          state_batch(0, TX_OPEN_KEY, txn_value(3001, 0, 1, {"orders": [0]}, start=T, update=T,
+                                                PreviousProducerId=3000), T))
+    got = by_pid(report(d, now_ms=T))[3000]
+    assert got.transactional_id == "tx-open" and got.coordinator.previous_producer_id == 3000
+    assert got.verdict == tx.Verdict.HANGING and "moved on to producer id 3001" in got.partitions[0].reason
+
+
 def test_without_transaction_state_the_verdict_is_unknown(logdir: Path) -> None:
     shutil.rmtree(logdir / "__transaction_state-0")
     r = report(logdir, now_ms=T)
@@ -371,9 +381,9 @@ def test_data_at_a_log_start_above_zero_without_a_snapshot_is_uncertain(tmp_path
 
 def test_transactional_offset_commits_in_consumer_offsets_are_transactions(tmp_path: Path) -> None:
     d = tmp_path / "d"
-    key = struct.pack(">h", 1) + b"\x00\x01g" + b"\x00\x01t" + struct.pack(">i", 0)
-    commit = encode_batch([RecordSpec(0, T, key, b"\x00\x03" + bytes(24))], producer_id=11, producer_epoch=0,
-                          base_sequence=0, is_transactional=True)
+    key, value = topicdata.offset_commit_key("g", "t", 0), topicdata.offset_commit_value(42, T)
+    commit = encode_batch([RecordSpec(0, T, key, value)], producer_id=11, producer_epoch=0, base_sequence=0,
+                          is_transactional=True)
     write(d, "__consumer_offsets-7", commit)
     (got,) = report(d, now_ms=T).open
     assert (got.partitions[0].topic, got.partitions[0].partition, got.partitions[0].first_offset) == ("__consumer_offsets", 7, 0)
