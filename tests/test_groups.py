@@ -626,3 +626,58 @@ def test_a_batch_whose_records_do_not_decode(tmp_path, capsys) -> None:
     assert line.endswith("the rest of the batch is not replayed")
     g = groups_by_id(jsonl(out))["g"]
     assert {k: v["offset"] for k, v in offsets_of(g).items()} == {("t", 0): 2}
+
+
+# ----------------------------------------------------------------------------- property: a dict oracle, and compaction
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_KEYS = st.tuples(st.sampled_from(["ga", "gb"]), st.sampled_from(["t", "u"]), st.integers(0, 2))
+_OPS = st.lists(st.one_of(st.tuples(st.just("commit"), _KEYS, st.integers(0, 10**6)),
+                          st.tuples(st.just("delete"), _KEYS, st.just(0))), min_size=1, max_size=40)
+
+
+def _write_ops(directory: Path, ops, batch_sizes) -> None:
+    log = td.LogBuilder(timestamp=T0)
+    records = [(td.offset_commit_key(*k), None if op == "delete" else td.offset_commit_value(v, T0 + i))
+               for i, (op, k, v) in enumerate(ops)]
+    i = 0
+    for n in batch_sizes:
+        if i >= len(records):
+            break
+        log.add(records[i:i + n])
+        i += n
+    if i < len(records):
+        log.add(records[i:])
+    log.write(td.partition_dir(directory, OFFSETS, 0))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_OPS, batch_sizes=st.lists(st.integers(1, 5), max_size=10))
+def test_replay_is_the_latest_value_per_key_and_compaction_changes_nothing(tmp_path_factory, ops, batch_sizes) -> None:
+    """The committed offsets are a dict fed in order (set on commit, delete on tombstone), and the
+    log the cleaner would leave (the last record of each key, tombstones dropped) replays the same."""
+    oracle: dict = {}
+    for op, k, v in ops:
+        if op == "delete":
+            oracle.pop(k, None)
+        else:
+            oracle[k] = v
+    last: dict = {}
+    for i, (op, k, v) in enumerate(ops):
+        last[k] = i
+    compacted = [ops[i] for i in sorted(last.values()) if ops[i][0] == "commit"]
+    root = tmp_path_factory.mktemp("ops")
+    _write_ops(root / "full", ops, batch_sizes)
+    results = []
+    for name, log_ops in (("full", ops), ("compacted", compacted)):
+        if name == "compacted":
+            if not compacted:
+                results.append({})
+                continue
+            _write_ops(root / name, log_ops, [1] * len(log_ops))
+        (read,) = list(gr.groups_of(gr.find_offsets_partitions([str(root / name)])))
+        results.append({(g.group_id, o.topic, o.partition): o.offset for g in read.groups for o in g.offsets})
+    assert results[0] == oracle
+    assert results[1] == oracle
