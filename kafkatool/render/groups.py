@@ -252,7 +252,8 @@ def render_tables(console, reads: Iterable[PartitionRead]) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    groups = [g for r in reads for g in r.groups]
+    # by group id across the partitions (each partition's groups come sorted already)
+    groups = sorted((g for r in reads for g in r.groups), key=lambda g: (g.group_id, g.offsets_partition or -1))
 
     def table(title: str, columns: tuple[tuple[str, str], ...]) -> Table:
         t = Table(title=title, title_justify="left")
