@@ -557,6 +557,18 @@ def _values(m: MetaLog) -> list[bytes]:
         return [r.value for r in Partition(Path(d) / "__cluster_metadata-0").records()]
 
 
+def test_table_cells_are_escaped(tmp_path: Path) -> None:
+    m = MetaLog()
+    m.rec("TopicRecord", {"Name": "evil\x1b[31m\nname", "TopicId": ORDERS})
+    root = tmp_path / "evil"
+    m.write(root / "__cluster_metadata-0")
+    out = CliRunner().invoke(metadata_command, [str(root)]).stdout
+    assert "\x1b" not in out and "evil\\x1b[31m\\nname" in out
+    line = next(json.loads(x) for x in CliRunner().invoke(metadata_command, ["--format", "jsonl", str(root)]).stdout
+                .splitlines() if '"topic"' in x)
+    assert line["name"] == "evil\x1b[31m\nname"
+
+
 def test_not_a_metadata_log_dir_is_usage_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(metadata_command, [str(tmp_path)])
     assert res.exit_code == 2 and "no __cluster_metadata-0" in res.stderr

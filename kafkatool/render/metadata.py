@@ -328,7 +328,22 @@ def _ts(ms: int) -> str:
     return f"{ms}\n{iso_time(ms)}" if ms >= 0 else str(ms)
 
 
+def _escaped(value):
+    """``value`` with every string in it escaped (control characters as ``\\n``, ``\\x1b``): a name
+    holding a newline must not break the lines a cell is drawn on."""
+    from kafkatool.render.table import escape
+
+    if isinstance(value, str):
+        return escape(value)
+    if isinstance(value, dict):
+        return {_escaped(k): _escaped(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escaped(v) for v in value]
+    return value
+
+
 def _row(o: dict) -> tuple[str, ...]:
+    o = _escaped(o)
     t = o["type"]
     if t == "controller":
         return (str(o["id"]), o["incarnationId"], _endpoints(o["endpoints"]), _feature_ranges(o["features"]),
@@ -407,7 +422,7 @@ def render_text(objs: Iterable[dict]) -> Iterator[str]:
             yield "\n".join(escape(line) for line in _replay_lines(o)) + "\n\n"
             continue
         if t == "cluster":
-            rows = _cluster_rows(o)
+            rows = _cluster_rows(_escaped(o))
             yield _table("Cluster", ("field", "value"), rows) + "\n"
             continue
         if t not in groups:
