@@ -49,6 +49,7 @@ from kafkatool.stats import Problem
 
 __all__ = [
     "TRANSACTION_STATE_TOPIC",
+    "MAX_OPEN_PRODUCERS",
     "ACTIVE_STATES",
     "Verdict",
     "Problem",
@@ -69,6 +70,10 @@ __all__ = [
 ]
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+
+MAX_OPEN_PRODUCERS = 100_000
+"""Open transactions tracked at once per partition: a log with more (a broken or hostile one; a
+real broker has a few) is a problem, and memory stays bounded whatever the log holds."""
 
 #: Coordinator states in which the coordinator still owes the partitions of the transaction
 #: their markers (it writes them when it runs: at once for the Prepare states, at the
@@ -407,10 +412,11 @@ def _row(first: int, last: int, first_ts: int, last_ts: int, epoch: int, batches
     return [first, last, first_ts, last_ts, epoch, epoch, batches, records, coordinator_epoch, from_snapshot]
 
 
-def scan_data_partition(partition: Partition, problems: list[Problem], *, other_copies=()
-                        ) -> tuple[PartitionScan, list[OpenPartition]]:
+def scan_data_partition(partition: Partition, problems: list[Problem], *, other_copies=(),
+                        max_open: int = MAX_OPEN_PRODUCERS) -> tuple[PartitionScan, list[OpenPartition]]:
     """Replay one partition's transactional batches: its counts, and the transactions still open
-    at its log end (not yet joined with the coordinator: verdict unknown)."""
+    at its log end (not yet joined with the coordinator: verdict unknown). At most ``max_open``
+    producer ids are tracked at once (and as many coordinator epochs): past that, a problem."""
     try:
         segments = partition.segments()
     except KafkaToolError as e:
@@ -423,7 +429,7 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
         open_ = _snapshot_seed(partition, segments[0].base_offset, problems)
         for pid, row in open_.items():
             coordinator_epochs[pid] = row[_COORD]
-    batches = transactional = committed = aborted = fenced = empty = 0
+    batches = transactional = committed = aborted = fenced = empty = untracked = 0
     first_offset: int | None = None
     last: Batch | None = None
     newest = -1
@@ -465,7 +471,8 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
                         continue
                     if type_id != ControlType.ABORT and type_id != ControlType.COMMIT:
                         continue
-                    coordinator_epochs[pid] = coordinator_epoch
+                    if len(coordinator_epochs) < max_open or pid in coordinator_epochs:
+                        coordinator_epochs[pid] = coordinator_epoch
                     row = open_.pop(pid, None)
                     if row is None:
                         empty += 1
@@ -480,6 +487,9 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
                 # transactional data: the first batch opens the producer's transaction
                 row = open_.get(pid)
                 if row is None:
+                    if len(open_) >= max_open:
+                        untracked += 1  # (a hostile or broken log: memory stays bounded)
+                        continue
                     open_[pid] = [offset, offset + lod, max_ts if attrs & _FIRST_IS_MAX else base_ts, max_ts, epoch,
                                   epoch, 1, count, coordinator_epochs.get(pid, -1), False]
                 else:
@@ -491,6 +501,10 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
                     row[_EPOCH] = epoch
                     row[_BATCHES] += 1
                     row[_RECORDS] += count
+    if untracked:
+        problems.append(Problem(partition.path, None,
+                                f"more than {max_open} producer ids with an open transaction at once: {untracked} "
+                                f"transactional batches of other producer ids were not tracked", "too_many_producers"))
     log_end = _end(last, segments)
     log_start = first_offset if first_offset is not None else (segments[0].base_offset if segments else None)
     opened = []

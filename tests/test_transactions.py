@@ -608,3 +608,13 @@ def test_the_json_lines_schema_names_every_type_and_field(run, logdir: Path, tmp
     words = set(re.findall(r"``([A-Za-z]+)``", schema))
     missing = sorted((types | _keys(objs, set())) - words)
     assert not missing, f"kafkatool-transactions.1.rst's JSON LINES SCHEMA does not name {missing}"
+
+
+def test_open_producers_past_the_limit_are_a_problem_not_memory(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    write(d, "orders-0", *(data(i, 100 + i, 0, [T]) for i in range(5)), marker(5, 104, 0, True, T))
+    problems: list = []
+    scan, opened = tx.scan_data_partition(Partition(str(d / "orders-0")), problems, max_open=3)
+    assert sorted(pid for pid, _op in opened) == [100, 101, 102] and scan.markers_without_data == 1
+    (p,) = problems
+    assert p.kind == "too_many_producers" and "2 transactional batches" in p.message
