@@ -40,6 +40,8 @@ from pathlib import Path
 
 import crc32c
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 import topicdata
@@ -618,3 +620,22 @@ def test_open_producers_past_the_limit_are_a_problem_not_memory(tmp_path: Path) 
     assert sorted(pid for pid, _op in opened) == [100, 101, 102] and scan.markers_without_data == 1
     (p,) = problems
     assert p.kind == "too_many_producers" and "2 transactional batches" in p.message
+
+
+@settings(max_examples=60)
+@given(which=st.sampled_from(["orders-1", "__transaction_state-0"]), at=st.integers(0, 10_000),
+       value=st.integers(0, 255), cut=st.integers(0, 64))
+def test_any_corruption_is_a_problem_never_an_exception(tmp_path_factory, which: str, at: int, value: int,
+                                                        cut: int) -> None:
+    """One byte changed and the tail cut anywhere in a data log or __transaction_state: the report
+    comes back (problems located), never an exception."""
+    d = tmp_path_factory.mktemp("fuzz")
+    write(d, "orders-1", *ORDERS_1)
+    write(d, "__transaction_state-0", *state_log())
+    log = d / which / SEG
+    buf = bytearray(log.read_bytes())
+    buf[at % len(buf)] = value
+    log.write_bytes(bytes(buf[:len(buf) - cut]))
+    r = report(d, now_ms=T)
+    for p in r.problems:
+        assert p.file.startswith(str(d)) and p.message
