@@ -502,15 +502,15 @@ class _Replay:
             if member is None:
                 member = group.members[member_id] = Member(member_id)
             v = value.data
-            member.group_instance_id = v.get("InstanceId")
-            member.rack_id = v.get("RackId")
+            member.group_instance_id = v.get("InstanceId") or None
+            member.rack_id = v.get("RackId") or None
             member.client_id = v.get("ClientId")
             member.client_host = v.get("ClientHost")
             member.subscribed_topics = list(v.get("SubscribedTopicNames") or ())
             member.subscribed_topic_regex = v.get("SubscribedTopicRegex") or None
             rebalance = v.get("RebalanceTimeoutMs")
             member.rebalance_timeout_ms = None if rebalance is None or rebalance < 0 else rebalance
-            member.server_assignor = v.get("ServerAssignor")
+            member.server_assignor = v.get("ServerAssignor") or None
             classic = v.get("ClassicMemberMetadata")
             if classic and classic.get("SessionTimeoutMs"):
                 member.session_timeout_ms = classic["SessionTimeoutMs"]
