@@ -569,6 +569,20 @@ def test_table_cells_are_escaped(tmp_path: Path) -> None:
     assert line["name"] == "evil\x1b[31m\nname"
 
 
+def test_empty_log_shows_the_bootstrap(tmp_path: Path) -> None:
+    root = tmp_path / "fresh"
+    (root / "__cluster_metadata-0").mkdir(parents=True)
+    boot = snapshot_bytes([frame("FeatureLevelRecord", {"Name": "metadata.version", "FeatureLevel": 21})])
+    (root / "bootstrap.checkpoint").write_bytes(boot)
+    r = replay(str(root))
+    assert r.problems == [] and r.state.features == {}  # shown, never applied
+    assert r.bootstrap == {"file": str(root / "bootstrap.checkpoint"), "features": {"metadata.version": 21},
+                           "records": 1}
+    assert any("the metadata log is empty" in n for n in r.notes)
+    out = CliRunner().invoke(metadata_command, [str(root)]).stdout
+    assert "none yet: the first active controller writes 21 (3.9-IV0) from bootstrap.checkpoint" in out
+
+
 def test_not_a_metadata_log_dir_is_usage_error(tmp_path: Path) -> None:
     res = CliRunner().invoke(metadata_command, [str(tmp_path)])
     assert res.exit_code == 2 and "no __cluster_metadata-0" in res.stderr

@@ -274,11 +274,19 @@ def _replay_lines(o: dict) -> list[str]:
     return [f"{k + ':':<{width}} {v}" for k, v in rows]
 
 
-def _cluster_rows(o: dict) -> list[tuple[str, str]]:
+def _cluster_rows(o: dict, replay: dict | None) -> list[tuple[str, str]]:
     mv = o["metadataVersion"]
+    if mv is not None:
+        version = f"{mv} ({o['metadataVersionName']})"
+    elif replay is not None and replay["lastOffset"] is None and replay["bootstrap"] is not None \
+            and "metadata.version" in replay["bootstrap"]["features"]:
+        level = replay["bootstrap"]["features"]["metadata.version"]
+        version = f"none yet: the first active controller writes {level} ({metadata_version_name(level)}) " \
+                  "from bootstrap.checkpoint"
+    else:
+        version = "none in the log (Kafka treats it as 3.0-IV1)"
     rows = [("cluster id", _opt(o["clusterId"])), ("node id (this log dir)", _opt(o["nodeId"])),
-            ("metadata.version", "none in the log (Kafka treats it as 3.0-IV1)" if mv is None
-             else f"{mv} ({o['metadataVersionName']})")]
+            ("metadata.version", version)]
     other = {k: v for k, v in o["features"].items() if k != "metadata.version"}
     rows.append(("features", ", ".join(f"{k}={v}" for k, v in other.items()) or "-"))
     if o["zkMigrationState"] is not None:
@@ -414,15 +422,17 @@ def render_text(objs: Iterable[dict]) -> Iterator[str]:
     table per kind of entity (only kinds that have some), problems last."""
     groups: dict[str, list[dict]] = {}
     order: list[str] = []
+    replay = None
     for o in objs:
         t = o["type"]
         if t == "replay":
+            replay = o
             from kafkatool.render.table import escape
 
             yield "\n".join(escape(line) for line in _replay_lines(o)) + "\n\n"
             continue
         if t == "cluster":
-            rows = _cluster_rows(_escaped(o))
+            rows = _cluster_rows(_escaped(o), replay)
             yield _table("Cluster", ("field", "value"), rows) + "\n"
             continue
         if t not in groups:
