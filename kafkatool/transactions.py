@@ -742,7 +742,7 @@ def _join(pid: int, op: OpenPartition, st: TxnState | None, txn_id: str | None, 
     if st.producer_id != pid:
         return replace(op, verdict=Verdict.HANGING,
                        reason=f"{st.transactional_id!r} moved on to producer id {st.producer_id} "
-                              f"(epoch {st.producer_epoch}, {st.state})")
+                              f"(epoch {st.producer_epoch}, {st.state}): the coordinator no longer tracks producer id {pid}")
     if st.state not in ACTIVE_STATES:
         return replace(op, verdict=Verdict.HANGING,
                        reason=f"the coordinator's state of {st.transactional_id!r} is {st.state} "
