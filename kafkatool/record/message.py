@@ -632,6 +632,11 @@ def java_double(x: float) -> str:
 
 
 _ENCODE = _json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+try:  # the C encoder made once (json.dumps makes a new encoder per call)
+    _C_ENCODE = _json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None, None, _json.encoder.encode_basestring, None, ":", ",", False, False, True)
+except (AttributeError, TypeError):  # pragma: no cover - a Python without the C accelerator
+    _C_ENCODE = None
 _ESCAPED = _re.compile(r"\\\\|\\u00[01][0-9a-f]")
 
 
@@ -675,6 +680,11 @@ def dumps(tree: Any, *, floats: bool = True) -> str:
         out: list = []
         _jackson(tree, out)
         text = "".join(out)
+    elif _C_ENCODE is not None and isinstance(tree, dict):
+        try:
+            text = "".join(_C_ENCODE(tree, 0))
+        except TypeError:  # a value json cannot encode: the encoder's own error
+            text = _ENCODE(tree)
     else:
         text = _ENCODE(tree)
     if "\\u00" in text:  # Python escapes control characters with lower-case hex

@@ -116,6 +116,12 @@ def read_frame(value: bytes | memoryview | None, category: str = "metadata") -> 
         raise FrameError("Error while reading frame version", 0)
     types = _CATEGORIES[category]
     end = len(value)
+    if end > 3 and value[0] == _FRAME_VERSION and value[1] < 0x80 and value[2] < 0x80:
+        api_key = value[1]  # the usual frame: three one-byte varints
+        version = value[2]
+        entry = types.get(api_key)
+        if entry is not None:
+            return _body(value, entry[0], api_key, version, 3, end)
     frame, pos = _short(value, 0, end, "frame version")
     if frame == 0:
         raise FrameError(
@@ -134,8 +140,11 @@ def read_frame(value: bytes | memoryview | None, category: str = "metadata") -> 
         # as new MetadataParseException(e): the message is the cause's toString()
         raise FrameError("org.apache.kafka.common.errors.UnsupportedVersionException: "
                          f"Unknown metadata id {api_key}", api_pos)
-    name = entry[0]
-    body = pos
+    return _body(value, entry[0], api_key, version, pos, end)
+
+
+def _body(value: bytes | memoryview, name: str, api_key: int, version: int, body: int, end: int) -> Message:
+    """The message body from ``body`` to the end of the value."""
     try:
         data, pos = message.decode(name, value, version, pos=body)
     except InvalidRecordError as e:
