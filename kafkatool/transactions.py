@@ -100,8 +100,9 @@ class Verdict:
     UNKNOWN = "unknown"
     """No ``__transaction_state`` partition was read: the coordinator's side is not known."""
 
-    ORDER = (HANGING, TIMED_OUT, COMPLETING, ONGOING, UNKNOWN)
-    """From the most to the least alarming: a transaction's verdict is its worst partition's."""
+    ORDER = (HANGING, TIMED_OUT, UNKNOWN, COMPLETING, ONGOING)
+    """From the most to the least alarming (an unknown one may be hanging): a transaction's
+    verdict is its worst partition's, and transactions are listed in this order."""
 
 
 @dataclass(frozen=True, slots=True)
