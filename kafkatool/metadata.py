@@ -791,6 +791,12 @@ def _bootstrap(log_dir: LogDir, decode, problems: list[Problem]) -> dict | None:
     return {"file": entry.path, "features": features, "records": count}
 
 
+def _gap(first: int, start: int, snapshot: bool, path: str, position: int) -> Problem:
+    below = f"the snapshot ends at {start}" if snapshot else "no snapshot covers the offsets below it"
+    return Problem("log_gap", f"the log starts at offset {first} but {below}: the records in between are missing, "
+                              "the state is incomplete", path, position)
+
+
 def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataReport:
     """Replay the metadata log of the log dir (or ``__cluster_metadata-0`` dir) at ``path``.
 
@@ -852,10 +858,7 @@ def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataRepo
     first_batch = True
     if segments and segments[0].base_offset > start and (at is None or at > start):
         first_batch = False  # said here, from the file name, even when --at-offset stops before any batch
-        problems.append(Problem(
-            "log_gap", f"the log starts at offset {segments[0].base_offset} but "
-                       + (f"the snapshot ends at {start}" if report.snapshot else "no snapshot covers the offsets below it")
-                       + ": the records in between are missing, the state is incomplete", segments[0].log_path, 0))
+        problems.append(_gap(segments[0].base_offset, start, report.snapshot is not None, segments[0].log_path, 0))
     if segments and start > 0:
         bases = [s.base_offset for s in segments]
         first_needed = max((i for i, b in enumerate(bases) if b <= start), default=0)
@@ -872,11 +875,8 @@ def replay(path: str, opts: MetadataOptions = MetadataOptions()) -> MetadataRepo
             if first_batch:
                 first_batch = False
                 if batch.offset > start:
-                    problems.append(Problem(
-                        "log_gap", f"the log starts at offset {batch.offset} but "
-                                   + (f"the snapshot ends at {start}" if report.snapshot else "no snapshot covers the offsets below it")
-                                   + ": the records in between are missing, the state is incomplete",
-                        seg.log_path, batch.position))
+                    problems.append(_gap(batch.offset, start, report.snapshot is not None, seg.log_path,
+                                         batch.position))
             report.log_end_offset = batch.last_offset + 1
             if batch.last_offset < start:
                 continue
