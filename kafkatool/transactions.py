@@ -45,7 +45,7 @@ from kafkatool.record.control import ControlType, decode_control_key, decode_end
 from kafkatool.record.layout import CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.segment.logdir import BadRegion, FileKind, Partition, Segment, batches_and_regions, open_log
 from kafkatool.segment.walk import WalkStop
-from kafkatool.stats import Problem
+from kafkatool.stats import Problem, listed_segments
 
 __all__ = [
     "TRANSACTION_STATE_TOPIC",
@@ -323,6 +323,14 @@ def _walk(partition: Partition, segments: list[Segment], problems: list[Problem]
                 yield item[0], item[1], path
 
 
+def _segments(partition: Partition, problems: list[Problem]) -> list[Segment]:
+    """A partition dir's segments; its listing's problems (it cannot be listed, a FIFO or a
+    dangling link named like a segment) as ``kafkatool stats`` reports them."""
+    listed, segments = listed_segments(partition)
+    problems.extend(listed)
+    return segments
+
+
 def _problem(e: BaseException, path: str, kind: str = "unreadable", position: int | None = None) -> Problem:
     """A located :class:`Problem` for an error met reading ``path`` (its own location when it has one)."""
     if isinstance(e, KafkaToolError):
@@ -418,11 +426,7 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
     """Replay one partition's transactional batches: its counts, and the transactions still open
     at its log end (not yet joined with the coordinator: verdict unknown). At most ``max_open``
     producer ids are tracked at once (and as many coordinator epochs): past that, a problem."""
-    try:
-        segments = partition.segments()
-    except KafkaToolError as e:
-        problems.append(_problem(e, partition.path))
-        segments = []
+    segments = _segments(partition, problems)
     topic, number = partition.topic or "", partition.partition if partition.partition is not None else -1
     open_: dict[int, list] = {}
     coordinator_epochs: dict[int, int] = {}  # producer id -> its last marker's coordinator epoch
@@ -561,11 +565,7 @@ def _state_records(partition: Partition, problems: list[Problem], scan: list | N
     ``scan`` (when given) gets ``[batches, first offset, last batch, newest timestamp, segments]``."""
     from kafkatool.record.records import batch_record_chunks
 
-    try:
-        segments = partition.segments()
-    except KafkaToolError as e:
-        problems.append(_problem(e, partition.path))
-        segments = []
+    segments = _segments(partition, problems)
     batches, first_offset, last, newest = 0, None, None, -1
     try:
         for b, data, path in _walk(partition, segments, problems):

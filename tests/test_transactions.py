@@ -34,6 +34,7 @@ __transaction_state-0: tx-commit Ongoing -> PrepareCommit -> CompleteCommit; tx-
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -639,3 +640,13 @@ def test_any_corruption_is_a_problem_never_an_exception(tmp_path_factory, which:
     r = report(d, now_ms=T)
     for p in r.problems:
         assert p.file.startswith(str(d)) and p.message
+
+
+def test_a_fifo_or_dangling_link_named_like_a_segment_is_a_problem(tmp_path: Path) -> None:
+    d = tmp_path / "d"
+    part = write(d, "orders-0", data(0, 3000, 0, [T]))
+    os.mkfifo(part / "00000000000000000050.log")
+    (part / "00000000000000000060.log").symlink_to(tmp_path / "nowhere")
+    r = report(d, now_ms=T)
+    assert sorted(p.kind for p in r.problems) == ["not_regular_file", "not_regular_file"]
+    assert [t.producer_id for t in r.open] == [3000]
