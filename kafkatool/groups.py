@@ -40,9 +40,8 @@ the copy with the highest log end offset is replayed and the others are named.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Iterable, Iterator, NamedTuple
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.control import ControlType, decode_control_key
@@ -329,20 +328,6 @@ def _is_below(path: str, top: str) -> bool:
 # ----------------------------------------------------------------------------- the replay
 
 
-class _Classic:
-    __slots__ = ("protocol_type", "protocol", "generation", "leader", "current_state_timestamp", "members", "offset")
-
-    def __init__(self, value: dict, offset: int) -> None:
-        self.protocol_type = value.get("protocolType")
-        self.protocol = value.get("protocol")
-        self.generation = value.get("generation")
-        self.leader = value.get("leader")
-        ts = value.get("currentStateTimestamp", -1)
-        self.current_state_timestamp = None if ts is None or ts < 0 else ts
-        self.members = [_classic_member(m, self.protocol_type) for m in value.get("members") or ()]
-        self.offset = offset
-
-
 class _Modern:
     """A KIP-848 consumer group or a share group being replayed."""
 
@@ -355,15 +340,6 @@ class _Modern:
         self.members: dict[str, Member] = {}
         self.topics: dict[str, str] = {}  # topic id -> name
         self.offset: int | None = None
-
-
-_DecodeFn = Callable[[str, bytes], "dict | None"]
-
-
-def _consumer_protocol() -> _DecodeFn:
-    from kafkatool.record.topics import offsets
-
-    return offsets.decode_consumer_protocol
 
 
 def _topic_partitions(items) -> list[TopicPartitions]:
@@ -380,9 +356,10 @@ def _classic_member(m: dict, protocol_type: str | None) -> Member:
         session_timeout_ms=m["sessionTimeout"],
         rebalance_timeout_ms=None if rebalance < 0 else rebalance,
     )
-    if protocol_type != "consumer":  # (connect, streams' own assignors...: opaque bytes)
+    if protocol_type != "consumer":  # (connect, or another protocol: bytes only its clients read)
         return member
-    decode = _consumer_protocol()
+    from kafkatool.record.topics.offsets import decode_consumer_protocol as decode
+
     errors = []
     subscription, assignment = m["subscription"], m["assignment"]
     if subscription:
@@ -407,9 +384,9 @@ def _classic_member(m: dict, protocol_type: str | None) -> Member:
 class _Replay:
     """The coordinator state of one ``__consumer_offsets`` partition, fed record by record."""
 
-    def __init__(self, only_group: str | None) -> None:
-        self.only = only_group
-        self.classic: dict[str, _Classic] = {}
+    def __init__(self) -> None:
+        # group -> (GroupMetadataValue dict, its record offset); members are decoded once, at the end
+        self.classic: dict[str, tuple[dict, int]] = {}
         self.modern: dict[str, _Modern] = {}
         self.deleted: dict[str, int] = {}  # group id -> offset of the tombstone that removed it
         # group -> (topic, partition) -> (record offset, producer id or None, OffsetCommitValue message)
@@ -459,7 +436,7 @@ class _Replay:
             self.deleted[group] = record_offset
             return
         self.deleted.pop(group, None)
-        self.classic[group] = _Classic(value.data, record_offset)
+        self.classic[group] = (value.data, record_offset)
 
     # -- new-protocol groups
     def modern_record(self, record_offset: int, record_type: int, key: dict, value) -> None:
@@ -559,11 +536,13 @@ class _Replay:
             c = self.classic.get(gid)
             m = self.modern.get(gid)
             if c is not None:
-                g.protocol_type, g.protocol, g.generation = c.protocol_type, c.protocol, c.generation
-                g.leader, g.current_state_timestamp = c.leader, c.current_state_timestamp
-                g.members = c.members
-                g.state = "Stable" if c.members else "Empty"
-                g.metadata_offset = c.offset
+                data, g.metadata_offset = c
+                g.protocol_type, g.protocol, g.generation = data["protocolType"], data["protocol"], data["generation"]
+                g.leader = data["leader"]
+                ts = data["currentStateTimestamp"]
+                g.current_state_timestamp = None if ts < 0 else ts  # (-1: before value v2)
+                g.members = [_classic_member(m, g.protocol_type) for m in data["members"] or ()]
+                g.state = "Stable" if g.members else "Empty"  # the coordinator's state on load
             elif m is not None:
                 g.group_type, g.epoch, g.assignment_epoch = m.kind, m.epoch, m.assignment_epoch
                 g.metadata_offset = m.offset
@@ -617,7 +596,7 @@ def replay_partition(partition: Partition, options: GroupsOptions = GroupsOption
 
     decode = decoder("offsets")
     read = PartitionRead(partition.path, partition.partition, None, other_replicas=list(other_replicas or ()))
-    replay = _Replay(options.group)
+    replay = _Replay()
     only = options.group
 
     def problem(p: Problem) -> None:

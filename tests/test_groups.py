@@ -17,7 +17,6 @@ Where the expected values come from:
 from __future__ import annotations
 
 import json
-import os
 import struct
 import tracemalloc
 from pathlib import Path
