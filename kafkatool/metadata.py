@@ -37,12 +37,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record import message
 from kafkatool.record.batch import Batch
-from kafkatool.record.control import ControlType, control_type_name, decode_control_key, decode_kraft_control
+from kafkatool.record.control import ControlType, decode_control_key, decode_kraft_control
 from kafkatool.record.records import batch_record_chunks
 from kafkatool.segment import files as names
 from kafkatool.segment.checkpoint import read_quorum_state
