@@ -61,6 +61,12 @@ def test_spec_16_9_feature_level_record_golden():
     assert json.loads(d.payload_text) == d.payload_json
 
 
+def test_non_canonical_frame_varints_read_as_java_reads_them():
+    # apiKey 12 as the two-byte varint 8c 00 and version 0 as 80 00: ByteUtils.readUnsignedVarint accepts them
+    assert _payload("01 8c00 8000 11 6d657461646174612e76657273696f6e 0015 00") == (
+        '{"type":"FEATURE_LEVEL_RECORD","version":0,"data":{"name":"metadata.version","featureLevel":21}}')
+
+
 def test_topic_record_by_hand():
     hexv = "01 02 00" + " 04 666f6f" + UUID_HEX + " 00"
     assert _payload(hexv) == ('{"type":"TOPIC_RECORD","version":0,"data":{"name":"foo","topicId":"%s"}}' % UUID_TEXT)
@@ -177,6 +183,12 @@ def test_record_type_names():
                  "from the preview release of KRaft in 2.8 to newer versions are not supported."),
     ("02 0c 00", "Could not deserialize metadata record due to unknown frame version 2"
                  "(only frame version 1 is supported)"),
+    # the same frames before a whole FeatureLevelRecord body
+    ("00 0c 00 11 6d657461646174612e76657273696f6e 0015 00",
+     "Could not deserialize metadata record with frame version 0. Note that upgrades "
+     "from the preview release of KRaft in 2.8 to newer versions are not supported."),
+    ("02 0c 00 11 6d657461646174612e76657273696f6e 0015 00",
+     "Could not deserialize metadata record due to unknown frame version 2(only frame version 1 is supported)"),
     ("904e904e", "Could not deserialize metadata record due to unknown frame version 10000"
                  "(only frame version 1 is supported)"),          # DumpLogSegmentsTest's bogus record
     ("808002", "Value for frame version was too large."),         # 32768
