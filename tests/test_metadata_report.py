@@ -670,6 +670,14 @@ def test_real_kafka3_snapshot_and_log(tmp_path: Path) -> None:
         return out
 
     assert image(full) == image(r)
+    # and the snapshot alone is the log's first 28870 records
+    at_snapshot = replay(str(root), MetadataOptions(at_offset=28870))
+    assert at_snapshot.snapshot is not None and at_snapshot.records == 0 and at_snapshot.last_offset == 28869
+    prefix = replay(str(tmp_path / "k3"), MetadataOptions(at_offset=28870))
+    assert prefix.snapshot is None and prefix.last_offset == 28869
+    assert image(prefix) == image(at_snapshot)
+    before = replay(str(root), MetadataOptions(at_offset=28869))  # below the snapshot: from the log's start
+    assert before.snapshot is None and before.last_offset == 28868
 
 
 def test_real_single_node_log() -> None:
