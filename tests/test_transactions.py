@@ -650,3 +650,46 @@ def test_a_fifo_or_dangling_link_named_like_a_segment_is_a_problem(tmp_path: Pat
     r = report(d, now_ms=T)
     assert sorted(p.kind for p in r.problems) == ["not_regular_file", "not_regular_file"]
     assert [t.producer_id for t in r.open] == [3000]
+
+
+@settings(max_examples=40)
+@given(ops=st.lists(st.tuples(st.integers(0, 4), st.sampled_from(["data", "data", "data", "commit", "abort", "plain"])),
+                    min_size=1, max_size=40),
+       cuts=st.lists(st.integers(1, 39), max_size=3))
+def test_open_transactions_match_a_backward_look_over_random_logs(tmp_path_factory, ops, cuts) -> None:
+    """Random logs of 5 producers (transactional data, COMMIT, ABORT, plain batches) cut into
+    segments at random: the open transactions are, per producer id, its first transactional data
+    after its last marker, computed here looking backward from the end, not by replaying."""
+    batches, kinds = [], []
+    for offset, (p, kind) in enumerate(ops):
+        pid = 7000 + p
+        if kind == "data":
+            batches.append(data(offset, pid, 0, [T + offset]))
+        elif kind == "plain":
+            batches.append(data(offset, -1, -1, [T + offset], txn=False))
+        else:
+            batches.append(marker(offset, pid, 0, kind == "commit", T + offset))
+        kinds.append((pid, kind))
+    d = tmp_path_factory.mktemp("random")
+    part = d / "orders-0"
+    part.mkdir()
+    bounds = sorted({c for c in cuts if c < len(batches)} | {0, len(batches)})
+    for lo, hi in zip(bounds, bounds[1:]):
+        (part / f"{lo:020d}.log").write_bytes(b"".join(batches[lo:hi]))
+    expected = {}
+    for pid in {pid for pid, kind in kinds if kind == "data"}:
+        last_marker = max((i for i, (q, k) in enumerate(kinds) if q == pid and k in ("commit", "abort")), default=-1)
+        after = [i for i, (q, k) in enumerate(kinds) if q == pid and k == "data" and i > last_marker]
+        if after:
+            expected[pid] = (after[0], after[-1], len(after))
+    r = report(d, now_ms=T)
+    got = {t.producer_id: (t.partitions[0].first_offset, t.partitions[0].last_offset, t.partitions[0].batches)
+           for t in r.open}
+    assert got == expected and r.problems == []
+    scan = r.partitions[0]
+    closed = sum(1 for i, (pid, k) in enumerate(kinds) if k in ("commit", "abort")
+                 and any(q == pid and kk == "data" for q, kk in kinds[
+                     max((j for j in range(i) if kinds[j][0] == pid and kinds[j][1] in ("commit", "abort")),
+                         default=-1) + 1:i]))
+    assert scan.committed + scan.aborted == closed
+    assert scan.markers_without_data == sum(1 for _p, k in kinds if k in ("commit", "abort")) - closed
