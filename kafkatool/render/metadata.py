@@ -376,7 +376,7 @@ def _row(o: dict) -> tuple[str, ...]:
                 _ids(o["replicas"]), _ids(o["isr"]), elr, moving, o["leaderRecoveryState"],
                 "-" if o["directories"] is None else "\n".join(o["directories"]))
     if t == "config":
-        return (o["resourceType"], o["resourceName"] or '""', _kv(o["configs"]))
+        return (o["resourceType"], o["resourceName"] or '"" (default)', _kv(o["configs"]))
     if t == "quota":
         return (", ".join(f"{k}={'<default>' if v is None else v}" for k, v in o["entity"].items()), _kv(o["quotas"]))
     if t == "acl":
