@@ -386,6 +386,12 @@ def test_no_offsets_partition_is_a_usage_error(tmp_path, capsys) -> None:
     td.partition_dir(tmp_path / "empty", "orders", 0)
     code, out, err = cli(capsys, tmp_path / "empty")
     assert code == 2 and "no __consumer_offsets partition found" in err and out == ""
+    build_lifecycle(tmp_path / "b")
+    seg = tmp_path / "b" / f"{OFFSETS}-0" / f"{0:020d}.log"
+    code, out, err = cli(capsys, seg)  # a segment file named alone: groups reads partition dirs
+    assert code == 2 and f"{seg}: no __consumer_offsets partition found" in err
+    code, out, err = cli(capsys, tmp_path / "missing")
+    assert code == 2 and "does not exist" in err
 
 
 def test_memory_follows_live_keys_not_records(tmp_path) -> None:
