@@ -512,3 +512,17 @@ def test_compact_lengths_are_java_int_arithmetic():
     head = "01 04 00 02 02 78 02 79"
     assert _payload(head + " 8180808008 00").endswith('"value":null}}')
     assert _payload("01 04 00 02 02 78 8180808008 00 00") == "Error at 0, skipping. Failed to deserialize record with type 4"
+
+
+def test_every_frame_version_number_is_cheap():
+    """Versions come from the data: a log with every version 0..32767 must not compile a
+    reader per version (they share the clamped one) nor grow a cache without bound."""
+    import time
+
+    body = bytes.fromhex("116d657461646174612e76657273696f6e001500")
+    start = time.perf_counter()
+    for v in range(0x8000):
+        d = decode(None, b"\x01\x0c" + uvarint(v) + body, v)
+        assert d.error is None
+    assert d.payload_text.startswith('{"type":"FEATURE_LEVEL_RECORD","version":32767,')
+    assert time.perf_counter() - start < 10  # ~0.4 s; a compile per version takes minutes

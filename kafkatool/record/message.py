@@ -16,6 +16,13 @@ by the schema's field names in schema order. Every field appears: a field absent
 version (or an absent tag) holds its default. A uuid is a str, as Kafka prints it
 (base64url without padding, 22 characters).
 
+Speed: :func:`decode` and :func:`to_json` run Python code generated once per (message,
+clamped version) from the tables; the table walks themselves (:func:`decode_reference`,
+:func:`to_json_reference`) are the reference, and :func:`decode` falls back to the walk for
+any bytes the generated reader gives up on, so every error below comes from the walk.
+:func:`dumps` writes a tree as Jackson does (what kafka-dump-log prints), floats as Java's
+``Double.toString`` (:func:`java_double`).
+
 Bad bytes raise :class:`~kafkatool.errors.InvalidRecordError` with the byte position
 (absolute in ``data``); a count or length larger than the remaining bytes is rejected
 before anything is allocated. The error's ``kafka_cause`` attribute is the message Kafka's
@@ -961,12 +968,22 @@ class _Gen:
 _COMPILED: dict[tuple[str, int], Any] = {}
 
 
+_CACHE_LIMIT = 4096  # (name, version) keys remembered; versions come from the data, so bounded
+
+
+def _remember(cache: dict, key: tuple, fn: Any) -> Any:
+    if len(cache) < _CACHE_LIMIT:
+        cache[key] = fn
+    return fn
+
+
 def _compiled(name: str, version: int) -> Any:
-    """The compiled reader of ``name`` at ``version`` (made on first use)."""
-    fn = _COMPILED.get((name, version))
+    """The compiled reader of ``name`` at ``version`` (made on first use, once per clamped
+    version: a version past the schema shares the newest one's reader)."""
+    v = clamp_version(name, version)
+    fn = _COMPILED.get((name, v))
     if fn is None:
         m = MESSAGES[name]
-        v = clamp_version(name, version)
         flex = m["flexibleFrom"] is not None and v >= m["flexibleFrom"]
         gen = _Gen(m["structs"], v)
         top = gen.struct_func(m["fields"], flex)
@@ -975,8 +992,8 @@ def _compiled(name: str, version: int) -> Any:
             "_default": default_value, "_STRUCTS": m["structs"], **gen.consts,
         }
         exec(compile("\n".join(gen.lines), f"<kafkatool.record.message reader {name} v{v}>", "exec"), namespace)
-        fn = _COMPILED[(name, version)] = namespace[top]
-    return fn
+        fn = _COMPILED[(name, v)] = namespace[top]
+    return _remember(_COMPILED, (name, version), fn)
 
 
 class _JGen:
@@ -1059,16 +1076,17 @@ _COMPILED_JSON: dict[tuple[str, int], Any] = {}
 
 
 def _compiled_json(name: str, version: int) -> Any:
-    fn = _COMPILED_JSON.get((name, version))
+    v = clamp_version(name, version)
+    fn = _COMPILED_JSON.get((name, v))
     if fn is None:
         m = MESSAGES[name]
-        gen = _JGen(m["structs"], clamp_version(name, version))
+        gen = _JGen(m["structs"], v)
         top = gen.func(m["fields"])
         namespace: dict[str, Any] = {
             "_b64": base64.b64encode, "_isfinite": _math.isfinite, "_jd": java_double,
             "_default": default_value, "_STRUCTS": m["structs"], **gen.consts,
         }
-        exec(compile("\n".join(gen.lines), f"<kafkatool.record.message to_json {name} v{version}>", "exec"),
+        exec(compile("\n".join(gen.lines), f"<kafkatool.record.message to_json {name} v{v}>", "exec"),
              namespace)
-        fn = _COMPILED_JSON[(name, version)] = namespace[top]
-    return fn
+        fn = _COMPILED_JSON[(name, v)] = namespace[top]
+    return _remember(_COMPILED_JSON, (name, version), fn)
