@@ -5,6 +5,8 @@ Usage::
     python bench/bench_dump.py                  # full sizes (1 GiB + 5 x 256 MiB), best of 3
     python bench/bench_dump.py --quick          # 64 MiB segments, 1 run: a smoke check
     python bench/bench_dump.py --variants none-16k,zstd-16k --runs 5 --modes deep
+    python bench/bench_dump.py --variants none-1rec,none-16k --mib 256 --modes deep --tools kafkatool,aiokafka
+                                                # issue 13's deep-dump target (>= 1.2x aiokafka)
 
 Every measurement is a whole process (interpreter start, imports, reading, output to
 ``/dev/null``): wall time from ``perf_counter`` around spawn and reap, peak RSS from GNU
@@ -67,7 +69,9 @@ BEFORE_PATH: list[str] = []
 # The issue's targets.
 TARGET_BATCH_SECONDS = 0.5  # batch-line dump of a 1 GiB segment
 TARGET_BATCH_RSS_MIB = 100.0
-TARGET_DEEP_RATIO_VS_AIOKAFKA = 1.0
+# issue 13: >= 1.2x aiokafka on the 256 MiB 1-record-batch and ~16 KiB-batch segments (headroom for
+# the internal-topic decoders on the same path); issue 5's target was 1.0
+TARGET_DEEP_RATIO_VS_AIOKAFKA = 1.2
 TARGET_VARIANT = "none-16k"
 
 
@@ -206,7 +210,12 @@ try:
     speedups = getattr(v2, "_fast_decode_records", None) is not None
 except Exception:
     speedups = None
-print(json.dumps({"location": os.path.dirname(kafkatool.__file__), "speedups": speedups}))
+try:
+    from kafkatool.record.speedups import functions
+    dump_text = functions("format_v2_text")[0] is not None
+except Exception:
+    dump_text = None
+print(json.dumps({"location": os.path.dirname(kafkatool.__file__), "speedups": speedups, "dump_text": dump_text}))
 """
 
 
@@ -501,7 +510,7 @@ def evaluate_targets(results: list[Result]) -> list[dict]:
         if r.mode != "deep" or r.tool != "aiokafka" or r.speedup_vs_peer is None:
             continue
         out.append({
-            "target": f"deep dump at least as fast as aiokafka (ratio >= {TARGET_DEEP_RATIO_VS_AIOKAFKA})",
+            "target": f"deep dump at least {TARGET_DEEP_RATIO_VS_AIOKAFKA}x aiokafka's speed (ratio >= {TARGET_DEEP_RATIO_VS_AIOKAFKA})",
             "variant": r.variant,
             "measured": round(r.speedup_vs_peer, 2),
             "status": "pass" if r.speedup_vs_peer >= TARGET_DEEP_RATIO_VS_AIOKAFKA else "FAIL",
@@ -554,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--root", default=gen.DEFAULT_ROOT, help=f"where the segments live (default {gen.DEFAULT_ROOT})")
     ap.add_argument("--quick", action="store_true", help=f"{gen.QUICK_MIB} MiB segments and 1 run: a smoke check")
     ap.add_argument("--variants", help=f"comma separated subset of: {', '.join(gen.VARIANTS)}")
+    ap.add_argument("--mib", type=int, metavar="N", help="size of every selected segment in MiB instead of each variant's full size (e.g. 256 for issue 13's none-16k-256m); ignored with --quick")
     ap.add_argument("--runs", type=int, help="timed runs per command, best kept (default 3; 1 with --quick)")
     ap.add_argument("--modes", default="batch,deep", help="comma separated subset of: batch, deep")
     ap.add_argument("--tools", default=",".join(TOOLS), help=f"comma separated subset of: {', '.join(TOOLS)}")
@@ -595,11 +605,14 @@ def main(argv: list[str] | None = None) -> int:
     kt_info = child_kafkatool_info()
     kt_location = kt_info["location"]
     started_versions["kafkatool_speedups"] = kt_info["speedups"]
+    started_versions["kafkatool_dump_text"] = kt_info.get("dump_text")
     load = announce_under_test(log, kt_location, started_versions, snapshot)
     if load is None:
         return 2
     log(f"segments under {root}:")
-    segments = gen.ensure_segments(root, gen.select_variants(args.variants), args.quick, args.seed, log)
+    chosen = gen.select_variants(args.variants)
+    sizes = {v.name: args.mib for v in chosen} if args.mib else None
+    segments = gen.ensure_segments(root, chosen, args.quick, args.seed, log, full_mib=sizes)
     label = {s.path: gen.VARIANTS[s.variant].dir_name(s.target_mib) for s in segments}
 
     checks: list[Check] = []
