@@ -14,7 +14,7 @@ Two sources, joined by producer id:
 A partition is replayed as the broker's ``ProducerStateManager`` does: the first
 transactional data batch of a producer id opens its transaction (its first offset), a
 marker closes it whatever the epochs (a marker of a higher epoch is the coordinator aborting
-a fenced producer's transaction), and data of a new epoch while one is open does not reset
+a fenced producer's transaction, or any end under transaction version 2), and data of a new epoch while one is open does not reset
 the first offset. A partition whose first segment does not start at offset 0 lost its older
 data to retention: the producer snapshot named after that first segment (when the broker
 kept one) says which transactions were open there, and from which offset.
@@ -212,7 +212,7 @@ class PartitionScan:
     aborted: int
     """Transactions closed by an ABORT marker."""
     fenced: int
-    """Of those, transactions closed by a marker of a higher epoch than their data's (a fenced
+    """Of the aborted, those whose ABORT marker has a higher epoch than their data (a fenced
     producer's transaction, aborted by its coordinator after an epoch bump)."""
     markers_without_data: int
     """Markers for a producer id with no open transaction: data deleted by retention, or a
@@ -483,11 +483,11 @@ def scan_data_partition(partition: Partition, problems: list[Problem], *, other_
                         empty += 1
                         continue
                     if type_id == ControlType.COMMIT:
-                        committed += 1
+                        committed += 1  # (under transaction version 2 every marker carries a bumped epoch)
                     else:
                         aborted += 1
-                    if epoch > row[_EPOCH]:
-                        fenced += 1
+                        if epoch > row[_EPOCH]:
+                            fenced += 1
                     continue
                 # transactional data: the first batch opens the producer's transaction
                 row = open_.get(pid)

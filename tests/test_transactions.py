@@ -693,3 +693,13 @@ def test_open_transactions_match_a_backward_look_over_random_logs(tmp_path_facto
                          default=-1) + 1:i]))
     assert scan.committed + scan.aborted == closed
     assert scan.markers_without_data == sum(1 for _p, k in kinds if k in ("commit", "abort")) - closed
+
+
+def test_a_commit_with_a_bumped_epoch_is_not_fenced(tmp_path: Path) -> None:
+    """Transaction version 2 (KIP-890): the coordinator bumps the epoch at every end, so a COMMIT
+    carries epoch+1; only an ABORT of a higher epoch is a fenced producer's."""
+    d = tmp_path / "d"
+    write(d, "orders-0", data(0, 3000, 4, [T]), marker(1, 3000, 5, True, T), data(2, 3000, 5, [T]),
+          marker(3, 3000, 6, False, T))
+    scan = report(d, now_ms=T).partitions[0]
+    assert (scan.committed, scan.aborted, scan.fenced, scan.open) == (1, 1, 1, 0)
