@@ -763,13 +763,15 @@ def _join(pid: int, op: OpenPartition, st: TxnState | None, txn_id: str | None, 
 
 
 def transactions_report(partitions: Iterable[Partition], options: TransactionsOptions = TransactionsOptions(), *,
-                        on_partition: Callable[[Partition], None] | None = None) -> TransactionsReport:
+                        on_partition: Callable[[Partition], None] | None = None,
+                        problems: Iterable[Problem] = ()) -> TransactionsReport:
     """Scan ``partitions`` (those of the log dirs given: replicas chosen by :func:`choose_replicas`),
     replay ``__transaction_state``, join, and filter by ``options``. ``on_partition`` is called
-    before each partition is read (for progress)."""
+    before each partition is read (for progress); ``problems`` met before (:attr:`Found.problems`)
+    come first in the report's."""
     started = time.monotonic()
     now_ms = options.now_ms if options.now_ms is not None else int(time.time() * 1000)
-    problems: list[Problem] = []
+    problems = list(problems)
     chosen = choose_replicas(partitions)
     coordinator = [(p, others) for p, others in chosen if p.topic == TRANSACTION_STATE_TOPIC]
     data = [(p, others) for p, others in chosen if p.topic != TRANSACTION_STATE_TOPIC

@@ -76,8 +76,7 @@ def transactions(paths, transactional_id, open_only, topics, now_ms, state_parti
                                   topics=frozenset(topics) if topics else None, now_ms=now_ms,
                                   transaction_state_partitions=state_partitions)
     with _progress(fmt == "table" and not quiet and sys.stderr.isatty()) as advance:
-        report = transactions_report(found.partitions, options, on_partition=advance)
-    report.problems[:0] = found.problems
+        report = transactions_report(found.partitions, options, on_partition=advance, problems=found.problems)
     out = sys.stdout
     if fmt == "jsonl":
         json_lines_stream(out)
