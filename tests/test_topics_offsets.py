@@ -581,6 +581,25 @@ def test_every_real_consumer_offsets_record_decodes(real):
             ("GroupMetadataValue", 1), ("GroupMetadataValue", 2), ("GroupMetadataValue", 3)} <= set(seen)
 
 
+
+# sha256 of "K <key text>\nP <payload text>\n" over every record of the real __consumer_offsets partitions (sorted
+# directories, records in offset order) as printed by Kafka's own generated code and DumpLogSegments' parser
+# logic (the JDK 17 harness described at KAFKA_ORACLE below): 9,122 records.
+REAL_TEXTS_SHA256 = "5deadd49c52aeb1d9859adf769c1a64bbf6428c663d13cf0c79aac003c9e1d90"
+
+
+def test_every_real_record_prints_as_kafka_prints_it(real):
+    import hashlib
+
+    digest = hashlib.sha256()
+    n = 0
+    for part in _offsets_partitions(real):
+        for r in part.records():
+            d = decode_offsets(r.key, r.value, n)
+            digest.update(f"K {d.key_text}\nP {d.payload_text or '<none>'}\n".encode())
+            n += 1
+    assert (n, digest.hexdigest()) == (9122, REAL_TEXTS_SHA256)
+
 def test_real_v1_era_record_text(real):
     """xpxwo100__bullShit (0.10-era broker): its first two records as kafka-dump-log prints them."""
     from kafkatool.segment.logdir import Partition
