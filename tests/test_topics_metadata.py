@@ -547,3 +547,15 @@ def test_every_frame_version_number_is_cheap():
         assert d.error is None
     assert d.payload_text.startswith('{"type":"FEATURE_LEVEL_RECORD","version":32767,')
     assert time.perf_counter() - start < 10  # ~0.4 s; a compile per version takes minutes
+
+
+def test_strings_decode_as_java_new_string():
+    """new String(bytes, UTF_8) (Readable.readString): an encoded surrogate ED A0 80 is ONE
+    U+FFFD in Java (three with Python's "replace"); ED A0 then a non-continuation byte is one
+    for the two bytes; other malformed bytes one each (JDK 17 and 25 agree)."""
+    raw = bytes.fromhex("eda080 41 eda0 41 ff c3")
+    hexv = "01 04 00 02 02 78 02 79 %02x %s 00" % (len(raw) + 1, raw.hex())
+    assert _payload(hexv).endswith('"value":"\ufffdA\ufffdA\ufffd\ufffd"}}')
+    assert message.java_string(raw) == "\ufffdA\ufffdA\ufffd\ufffd"
+    assert message.decode_reference("ConfigRecord", bytes.fromhex(hexv.replace(" ", "")), 0, pos=3)[0]["Value"] == (
+        "\ufffdA\ufffdA\ufffd\ufffd")

@@ -34,6 +34,7 @@ read or a varint past the end). Bad values given to :func:`encode` raise ``Value
 from __future__ import annotations
 
 import base64
+import codecs as _codecs
 import json as _json
 import math as _math
 import re as _re
@@ -46,10 +47,32 @@ from kafkatool.record.schemas import MESSAGES
 from kafkatool.record.varint import encode_uvarint
 
 __all__ = ["decode", "encode", "clamp_version", "is_flexible", "default_value", "find",
-           "uuid_to_str", "uuid_from_str", "to_json", "to_json_reference", "decode_reference", "json_key", "dumps", "java_double", "has_float64",
+           "uuid_to_str", "uuid_from_str", "to_json", "to_json_reference", "decode_reference", "json_key", "java_string", "JAVA_UTF8_ERRORS", "dumps", "java_double", "has_float64",
            "UNKNOWN_TAGS", "MESSAGES"]
 
 UNKNOWN_TAGS = "_unknownTaggedFields"
+
+
+def _java_utf8_replace(err: UnicodeDecodeError) -> tuple[str, int]:
+    """Java's ``new String(bytes, UTF_8)`` replaces a UTF-8-encoded surrogate (ED A0..BF, with
+    its third byte when that is a continuation byte) by ONE U+FFFD where Python's "replace"
+    gives one per byte; every other malformed sequence is replaced as Python does (checked on
+    JDK 17 and JDK 25 with 20,000 malformed byte strings)."""
+    b, s = err.object, err.start
+    if b[s] == 0xED and s + 1 < len(b) and 0xA0 <= b[s + 1] <= 0xBF:
+        return "\ufffd", s + 3 if s + 2 < len(b) and 0x80 <= b[s + 2] <= 0xBF else s + 2
+    return "\ufffd", err.end
+
+
+JAVA_UTF8_ERRORS = "kafkatool-java-utf8"
+"""The codecs error handler that decodes UTF-8 as Java's ``new String(bytes, UTF_8)`` does:
+``raw.decode("utf-8", JAVA_UTF8_ERRORS)`` (what every string of a message decodes with)."""
+_codecs.register_error(JAVA_UTF8_ERRORS, _java_utf8_replace)
+
+
+def java_string(raw: bytes | bytearray | memoryview) -> str:
+    """``new String(raw, StandardCharsets.UTF_8)``."""
+    return str(raw, "utf-8", JAVA_UTF8_ERRORS)
 
 # FIELD = (name, type, versions, nullable, tagged, tag, default, fields)
 _NAME, _TYPE, _VERSIONS, _NULLABLE, _TAGGED, _TAG, _DEFAULT, _FIELDS = range(8)
@@ -347,7 +370,7 @@ class _Reader:
                       kafka=f"string field {json_key(name)} had invalid length {n}")
         raw = self.take(n, name, array=True)
         if t == "string":
-            return raw.decode("utf-8", errors="replace")
+            return raw.decode("utf-8", JAVA_UTF8_ERRORS)
         return raw
 
 
@@ -812,7 +835,7 @@ class _Gen:
         out.append(f"{ind}    if {n} > end - pos{limit}:")
         out.append(f"{ind}        raise _GiveUp")
         if t == "string":
-            out.append(f"{ind}    {var} = str(data[pos:pos + {n}], 'utf-8', 'replace')")
+            out.append(f"{ind}    {var} = str(data[pos:pos + {n}], 'utf-8', {JAVA_UTF8_ERRORS!r})")
         else:
             out.append(f"{ind}    {var} = bytes(data[pos:pos + {n}])")
         out.append(f"{ind}    pos += {n}")
