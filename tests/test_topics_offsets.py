@@ -31,6 +31,7 @@ from kafkatool.record.topics.offsets import (
     consumer_protocol_json,
     decode_consumer_protocol,
     decode_offsets,
+    decode_offsets_messages,
     decode_share_group_state,
 )
 
@@ -404,6 +405,19 @@ def test_kafka_share_group_state_parser_cases():
 def test_inline_errors(key, value, text):
     d = decode_offsets(key, value, 9)
     assert d == Decoded(d.key, None, text, None, None, None, text, False)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=40), st.one_of(st.none(), st.binary(max_size=60)))
+def test_messages_only_entry_point_matches(key, value):
+    for k, v in ((key, value), (GOLDEN_KEY, GOLDEN_VALUE), (GOLDEN_KEY, None), (None, GOLDEN_VALUE),
+                 (h("0002" + s16("g")), _group_value_v3(SUB_V0, ASSIGN_V0))):
+        full, bare = decode_offsets(k, v, 4), decode_offsets_messages(k, v, 4)
+        assert (bare.key, bare.value, bare.error, bare.fatal) == (full.key, full.value, full.error, full.fatal)
+        if full.error is None:
+            assert (bare.key_text, bare.payload_text, bare.key_json, bare.payload_json) == (None, None, None, None)
+        else:
+            assert bare == full
 
 
 def test_value_error_keeps_the_key_message():

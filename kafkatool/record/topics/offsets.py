@@ -55,7 +55,7 @@ from kafkatool.record import message
 from kafkatool.record.message import MESSAGES
 from kafkatool.record.topics import Decoded, Message
 
-__all__ = ["decode_offsets", "decode_share_group_state", "decode_consumer_protocol",
+__all__ = ["decode_offsets", "decode_offsets_messages", "decode_share_group_state", "decode_consumer_protocol",
            "consumer_protocol_json", "GROUP_KEYS", "GROUP_VALUES", "SHARE_KEYS",
            "SHARE_VALUES"]
 
@@ -137,7 +137,7 @@ def _inline(text: str, key: Message | None = None) -> Decoded:
 
 
 def _decode(key: bytes | None, value: bytes | None, offset: int, keys: dict[int, str],
-            values: dict[int, str], version_label: str, topic_decoder: str) -> Decoded:
+            values: dict[int, str], version_label: str, topic_decoder: str, texts: bool = True) -> Decoded:
     if key is None:
         return Decoded(None, None, None, None, None, None,
                        f"Failed to decode message at offset {offset} using {topic_decoder} "
@@ -155,6 +155,8 @@ def _decode(key: bytes | None, value: bytes | None, offset: int, keys: dict[int,
                        f"{record_type} from key's buffer due to: {_cause(e)}.")
     key_msg = Message(key_name, record_type, key_data)
     if value is None:
+        if not texts:
+            return Decoded(key_msg, None, None, None, None, None)
         key_json = {"type": str(record_type), "data": message.to_json(key_name, key_data, record_type)}
         return Decoded(key_msg, None, _text(key_json), "<DELETE>", key_json, None)
     if len(value) < 2:
@@ -167,6 +169,8 @@ def _decode(key: bytes | None, value: bytes | None, offset: int, keys: dict[int,
     except InvalidRecordError as e:
         return _inline(f"Error at offset {offset}, skipping. Could not read record with version "
                        f"{version} from value's buffer due to: {_cause(e)}.", key_msg)
+    if not texts:
+        return Decoded(key_msg, Message(value_name, version, value_data), None, None, None, None)
     key_json = {"type": str(record_type), "data": message.to_json(key_name, key_data, record_type)}
     payload_json = {version_label: str(version), "data": _value_json(value_name, value_data, version)}
     return Decoded(key_msg, Message(value_name, version, value_data), _text(key_json),
@@ -176,6 +180,13 @@ def _decode(key: bytes | None, value: bytes | None, offset: int, keys: dict[int,
 def decode_offsets(key: bytes | None, value: bytes | None, offset: int) -> Decoded:
     """One ``__consumer_offsets`` record as ``kafka-dump-log --offsets-decoder`` prints it."""
     return _decode(key, value, offset, GROUP_KEYS, GROUP_VALUES, "version", "offset topic decoder")
+
+
+def decode_offsets_messages(key: bytes | None, value: bytes | None, offset: int) -> Decoded:
+    """:func:`decode_offsets` without the texts and JSON trees: ``key``/``value``/``error``/``fatal`` exactly as
+    it sets them, ``key_text``/``payload_text``/``key_json``/``payload_json`` None on success (an error's text
+    stays in ``key_text`` as there). For replays that never print a record (``kafkatool groups``)."""
+    return _decode(key, value, offset, GROUP_KEYS, GROUP_VALUES, "version", "offset topic decoder", False)
 
 
 def decode_share_group_state(key: bytes | None, value: bytes | None, offset: int) -> Decoded:
