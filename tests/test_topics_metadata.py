@@ -559,3 +559,17 @@ def test_strings_decode_as_java_new_string():
     assert message.java_string(raw) == "\ufffdA\ufffdA\ufffd\ufffd"
     assert message.decode_reference("ConfigRecord", bytes.fromhex(hexv.replace(" ", "")), 0, pos=3)[0]["Value"] == (
         "\ufffdA\ufffdA\ufffd\ufffd")
+
+
+
+# What jackson-core 2.17.2's JsonGenerator (JsonNode.toString's writer; Kafka pins 2.16.2) wrote on
+# JDK 25 for {"s": chars U+0000..U+007F + "\u00e9\u2028\u2029\ufffd\U0001F600", "d": [doubles]},
+# captured with a small Java program on this box.
+JACKSON_TEXT = '{"s":"\\u0000\\u0001\\u0002\\u0003\\u0004\\u0005\\u0006\\u0007\\b\\t\\n\\u000B\\f\\r\\u000E\\u000F\\u0010\\u0011\\u0012\\u0013\\u0014\\u0015\\u0016\\u0017\\u0018\\u0019\\u001A\\u001B\\u001C\\u001D\\u001E\\u001F !\\"#$%&\'()*+,-./0123456789:;<=>?@ABCDEFGHIJKLMNOPQRSTUVWXYZ[\\\\]^_`abcdefghijklmnopqrstuvwxyz{|}~\x7fé\u2028\u2029�😀","d":[100.0,1.0E7,1.0E-4,"NaN","Infinity","-Infinity",-0.0,4.9E-324,1.152921504606847E18]}'
+
+
+def test_dumps_writes_what_jackson_writes():
+    text = "".join(chr(c) for c in range(0x80)) + "\u00e9\u2028\u2029\ufffd\U0001F600"
+    doubles = [100.0, 1e7, 1e-4, float("nan"), float("inf"), float("-inf"), -0.0, 5e-324, 1.152921504606847e18]
+    assert message.dumps({"s": text, "d": doubles}) == JACKSON_TEXT
+    assert message.dumps({"s": text}, floats=False) == JACKSON_TEXT.split(',"d"')[0] + "}"
