@@ -29,10 +29,12 @@ into a ``TreeMap``, printed ``{0=0, 3=120}``; custom metadata is ``Optional.empt
 ``<topicId>:<topic>-<partition>``, a ``Uuid`` its base64url text.
 
 ``payload_json`` is the same object as a tree: ``{"type": <Java class name>, ...}`` with
-the toString's fields under the same names, ``remoteLogSegmentId`` as
+the toString's fields under the same names and in its order (so a snapshot's has no brokerId
+or eventTimestampMs either), ``remoteLogSegmentId`` as
 ``{"topicIdPartition": {"topicId", "topic", "partition"}, "id"}`` (``topicPartition`` of a
 delete likewise), ``segmentLeaderEpochs`` as ``[{"leaderEpoch", "offset"}, ...]`` in epoch
-order, ``customMetadata`` as padded standard base64 or null, ``state`` the enum name.
+order, ``customMetadata`` as the bytes in padded standard base64 (the toString gives their count) or
+null, ``state`` the enum name.
 """
 
 from __future__ import annotations
@@ -167,8 +169,6 @@ def to_tree(msg: Message) -> dict:
         "segmentSizeInBytes": d["SegmentSizeInBytes"],
         "customMetadata": _custom(d["CustomMetadata"]),
         "state": state,
-        "brokerId": d["BrokerId"],
-        "eventTimestampMs": d["EventTimestampMs"],
     }
 
 
