@@ -218,8 +218,12 @@ def test_unreadable_consumer_protocol_keeps_its_base64(sub_hex, why):
 
 
 def test_consumer_protocol_versions_clamp_and_trailing_bytes_are_ignored():
-    # version 9 reads as v3 (the clamp rule); bytes after the message are ignored (Kafka's reader does)
-    v3 = "0009 00000001" + s16("t") + "00000002 0102" + "00000001" + s16("t") + "00000001 00000000" + \
+    # version 9 reads as v3 (the clamp rule); bytes after the message are ignored (Kafka's reader does).
+    # (No owned partition here: the nested TopicPartition class's own read() refuses versions above 3.)
+    v3 = "0009 00000001" + s16("t") + "00000002 0102" + "00000000" + "00000005" + s16("r1") + "eeee"
+    assert consumer_protocol_json("subscription", h(v3)) == {
+        "topics": ["t"], "userData": "AQI=", "ownedPartitions": [], "generationId": 5, "rackId": "r1"}
+    v3 = "0003 00000001" + s16("t") + "00000002 0102" + "00000001" + s16("t") + "00000001 00000000" + \
          "00000005" + s16("r1") + "eeee"
     assert consumer_protocol_json("subscription", h(v3)) == {
         "topics": ["t"], "userData": "AQI=", "ownedPartitions": [{"topic": "t", "partitions": [0]}],
