@@ -592,9 +592,8 @@ def _modern_state(g: _Modern) -> str:
 def replay_partition(partition: Partition, options: GroupsOptions = GroupsOptions(),
                      other_replicas: list[Replica] | None = None) -> PartitionRead:
     """Replay one ``__consumer_offsets`` partition dir: its groups, and what could not be read."""
-    from kafkatool.record.topics import decoder
-
-    decode = decoder("offsets")
+    # the offsets decoder (``topics.decoder("offsets")``) without the texts a dump prints: same messages and errors
+    from kafkatool.record.topics.offsets import decode_offsets_messages as decode
     read = PartitionRead(partition.path, partition.partition, None, other_replicas=list(other_replicas or ()))
     replay = _Replay()
     only = options.group
