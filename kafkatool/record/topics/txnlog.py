@@ -17,7 +17,8 @@ the spec's Kafka commit:
   bucket = improved hash & (table length - 1), buckets sorted by hash, the table grown by
   each ``++=``'s size hint and by single adds of small sets; ``TopicPartition.hashCode`` =
   31 * (31 + partition) + Java ``String.hashCode`` of the topic). Ties (equal 32-bit
-  hashes of different partitions) keep the stored order.
+  hashes of different partitions) keep the stored order. Checked against scala-library's
+  own HashSet on a JVM (3,000 random partition lists, identical text).
 
 Where kafka-dump-log stops with an uncaught exception (exit 1) the result is ``fatal``,
 with no key or payload text and ``error`` = the exception's ``getMessage()`` (for a
