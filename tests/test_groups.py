@@ -470,7 +470,27 @@ def _independent_replay(partition_dir: Path) -> tuple[dict, dict]:
                     leader, p = _str16(value, p)
                     if version >= 2:
                         p += 8
-                    (members,) = struct.unpack_from(">i", value, p)
+                    (count,) = struct.unpack_from(">i", value, p)
+                    p += 4
+                    members = []
+                    for _ in range(count):
+                        member_id, p = _str16(value, p)
+                        if version >= 3:
+                            _instance, p = _str16(value, p)
+                        client_id, p = _str16(value, p)
+                        client_host, p = _str16(value, p)
+                        rebalance = -1
+                        if version >= 1:
+                            (rebalance,) = struct.unpack_from(">i", value, p)
+                            p += 4
+                        (session,) = struct.unpack_from(">i", value, p)
+                        p += 4
+                        raw = []
+                        for _ in ("subscription", "assignment"):
+                            (n,) = struct.unpack_from(">i", value, p)
+                            raw.append(value[p + 4:p + 4 + n])
+                            p += 4 + n
+                        members.append((member_id, client_id, client_host, session, rebalance, *raw))
                     groups[group] = (protocol_type, generation, protocol, leader, members)
     return offsets, groups
 
@@ -496,7 +516,22 @@ def test_real_partitions_match_an_independent_replay(rel) -> None:
     assert got_offsets == offsets
     got_groups = {g.group_id: (g.protocol_type, g.generation, g.protocol, g.leader, len(g.members))
                   for g in read.groups if g.generation is not None}
-    assert got_groups == groups
+    assert got_groups == {k: (*v[:4], len(v[4])) for k, v in groups.items()}
+    # the members, their consumer-protocol bytes decoded by aiokafka's ConsumerProtocol classes
+    from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment, ConsumerProtocolMemberMetadata
+
+    by_id = {g.group_id: g for g in read.groups}
+    for gid, (_pt, _gen, _proto, _leader, members) in groups.items():
+        got = by_id[gid].members
+        assert [(m.member_id, m.client_id, m.client_host, m.session_timeout_ms,
+                 -1 if m.rebalance_timeout_ms is None else m.rebalance_timeout_ms) for m in got] == [
+            tuple(m[:5]) for m in members]
+        for m, (*_, subscription, assignment) in zip(got, members):
+            sub = ConsumerProtocolMemberMetadata.decode(subscription)
+            assert m.subscribed_topics == list(sub.subscription)
+            assign = ConsumerProtocolMemberAssignment.decode(assignment)
+            assert [(t.topic, list(t.partitions)) for t in m.assignment] == [
+                (topic, list(parts)) for topic, parts in assign.assignment]
     for g in read.groups:
         assert g.state == ("Stable" if g.members else "Empty")
 
