@@ -279,6 +279,20 @@ def test_precedence_when_several_decoders_are_given(run, tmp_path, flags, winner
         assert f"kafkatool: warning: {flag} is ignored: --{winner}-decoder takes precedence" in both.err, both.err
 
 
+def test_a_decoder_class_is_not_loaded_under_a_topic_decoder(run, offsets_log):
+    """kafka-dump-log instantiates --value-decoder-class only when no internal-topic decoder is
+    given (§15.1): a custom class then does no harm, as there."""
+    r = run("dump", "--value-decoder-class", "com.example.MyDecoder", "--offsets-decoder", str(offsets_log))
+    assert r.code == 0, r
+    assert _record_lines(r.out) == [GOLDEN_OFFSETS]
+    assert r.err == (
+        "kafkatool: warning: --value-decoder-class is ignored: --offsets-decoder takes precedence (as in kafka-dump-log)\n"
+    )
+    r = run("dump", "--key-decoder-class", "com.example.MyDecoder", str(offsets_log))
+    assert r.code == 2 and r.out == ""
+    assert "Invalid value for '--key-decoder-class': com.example.MyDecoder: Java decoder classes cannot be loaded" in r.err
+
+
 @pytest.mark.parametrize("option", ["--key-decoder", "--value-decoder"])
 def test_kafkatool_decoders_and_topic_decoders_do_not_mix(run, offsets_log, option):
     r = run("dump", "--offsets-decoder", option, "hex", str(offsets_log))

@@ -91,15 +91,15 @@ def _parse_time(ctx: click.Context, param: click.Parameter, value: str | None) -
     return ms
 
 
-def _decoder_class(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    if value is None:
-        return None
-    if value not in _STRING_DECODER_CLASSES:
+def _check_decoder_class(option: str, value: str | None) -> None:
+    """kafka-dump-log loads a decoder class only when no internal-topic decoder is given (§15.1):
+    kafkatool accepts Kafka's StringDecoder then, and refuses any other class."""
+    if value is not None and value not in _STRING_DECODER_CLASSES:
         raise click.BadParameter(
             f"{value}: Java decoder classes cannot be loaded; kafkatool has --key-decoder/--value-decoder "
-            "(string, hex, base64, json). Kafka's StringDecoder is accepted."
+            "(string, hex, base64, json). Kafka's StringDecoder is accepted.",
+            param_hint=f"'{option}'",
         )
-    return value
 
 
 _OFFSET = click.IntRange(0, _INT64_MAX)
@@ -117,8 +117,8 @@ _OFFSET = click.IntRange(0, _INT64_MAX)
 @click.option("--skip-record-metadata", is_flag=True, help="Do not print the metadata of each record (only key and payload).")
 @click.option("--key-decoder", type=click.Choice(["string", "hex", "base64", "json"]), default=None, help="How to print keys (default string, Kafka's StringDecoder); implies --print-data-log.")
 @click.option("--value-decoder", type=click.Choice(["string", "hex", "base64", "json"]), default=None, help="How to print payloads (default string); json falls back to 'base64:' + base64; implies --print-data-log.")
-@click.option("--key-decoder-class", callback=_decoder_class, metavar="CLASS", help="kafka-dump-log compatibility: only Kafka's StringDecoder; implies --print-data-log.")
-@click.option("--value-decoder-class", callback=_decoder_class, metavar="CLASS", help="kafka-dump-log compatibility: only Kafka's StringDecoder; implies --print-data-log.")
+@click.option("--key-decoder-class", metavar="CLASS", help="kafka-dump-log compatibility: only Kafka's StringDecoder (any class is ignored under an internal-topic decoder); implies --print-data-log.")
+@click.option("--value-decoder-class", metavar="CLASS", help="kafka-dump-log compatibility: only Kafka's StringDecoder (any class is ignored under an internal-topic decoder); implies --print-data-log.")
 @click.option("--offsets-decoder", is_flag=True, help="Decode __consumer_offsets records (offset commits, group metadata) as kafka-dump-log does; implies --print-data-log.")
 @click.option("--transaction-log-decoder", is_flag=True, help="Decode __transaction_state records as kafka-dump-log does; implies --print-data-log.")
 @click.option("--cluster-metadata-decoder", is_flag=True, help="Decode KRaft __cluster_metadata records (the log, .checkpoint snapshots) as kafka-dump-log does; implies --print-data-log.")
@@ -198,12 +198,6 @@ def dump(
         raise click.UsageError(f"--start-offset {start_offset} is after --end-offset {end_offset}: the range is empty.")
     if start_time is not None and end_time is not None and start_time > end_time:
         raise click.UsageError(f"--start-time {start_time} is after --end-time {end_time}: the range is empty.")
-    try:
-        targets = expand_paths(all_paths)
-    except (NothingToDump, KafkaToolError) as e:
-        sys.stderr.write(f"kafkatool: error: {e}\n")
-        sys.exit(ExitCode.USAGE)
-
     decoder = _topic_decoder(
         {
             "offsets": offsets_decoder,
@@ -216,6 +210,15 @@ def dump(
         value_decoder=value_decoder,
         decoder_classes=[o for o, v in (("--key-decoder-class", key_decoder_class), ("--value-decoder-class", value_decoder_class)) if v],
     )
+    if decoder is None:
+        _check_decoder_class("--key-decoder-class", key_decoder_class)
+        _check_decoder_class("--value-decoder-class", value_decoder_class)
+    try:
+        targets = expand_paths(all_paths)
+    except (NothingToDump, KafkaToolError) as e:
+        sys.stderr.write(f"kafkatool: error: {e}\n")
+        sys.exit(ExitCode.USAGE)
+
     print_data = bool(
         print_data_log or key_decoder or value_decoder or key_decoder_class or value_decoder_class or decoder
     )
