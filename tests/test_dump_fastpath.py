@@ -34,17 +34,31 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.record.encode import v2_batch
 from kafkatool.record.records import batch_record_chunks
 from kafkatool.record.speedups import functions
-from kafkatool.record.compression import Codec
+from kafkatool.record.compression import Codec, compress, decompress
 from kafkatool.record.v2 import RecordSpec, decode_header, encode_batch, encode_record
 from kafkatool.record.varint import encode_varint
 from kafkatool.render.text import TextRenderer
 from tests.conftest import REAL
 
-(format_v2_text,) = functions("format_v2_text")
+(format_v2_text, v2_text_formatter) = functions("format_v2_text", "v2_text_formatter")
 
 pytestmark = pytest.mark.skipif(
     format_v2_text is None, reason="compiled extension kafkatool.record._speedups (format_v2_text) is not in use"
 )
+
+DECOMPRESS_LIMIT = 8 << 20
+decompress_calls: list[int] = []
+
+
+def _decompress(codec: int, payload, limit: int) -> bytes:
+    decompress_calls.append(codec)
+    return decompress(codec, payload, max_output=limit)
+
+
+#: format_v2_text plus compressed batches (what the text renderer hands the dump when the build has it)
+FORMATTER = v2_text_formatter(_decompress, DECOMPRESS_LIMIT) if v2_text_formatter is not None else None
+FORMATTERS = [pytest.param(format_v2_text, id="format_v2_text"),
+              pytest.param(FORMATTER, id="v2_text_formatter", marks=pytest.mark.skipif(FORMATTER is None, reason="no v2_text_formatter in this build"))]
 
 REPO = Path(__file__).resolve().parent.parent
 LOG = "00000000000000000000.log"
@@ -87,10 +101,15 @@ def batches(draw, max_records: int = 6):
         for od in deltas
     ]
     attributes = draw(st.sampled_from([0, 0, 0, 0x08, 0x10, 0x40, 0x08 | 0x10 | 0x40, 0x20, 0x01, 0x80, 0x100]))
+    body = b"".join(records)
+    codec = draw(st.sampled_from([0, 0, 0, 0, 1, 2, 3, 4]))
+    if codec:
+        body = compress(codec, body)
+        attributes = (attributes & ~0x07) | codec
     count = n + draw(st.sampled_from([0, 0, 0, 0, 1, -1]))
     base_offset = draw(st.one_of(st.integers(0, 1 << 40), st.sampled_from([INT64_MAX, INT64_MAX - 3, INT64_MIN, -1])))
     raw = v2_batch(
-        b"".join(records),
+        body,
         base_offset=base_offset,
         last_offset_delta=draw(st.one_of(st.just(deltas[-1]), int32)),
         base_timestamp=draw(st.one_of(st.just(1_700_000_000_000), int64)),
@@ -128,9 +147,11 @@ def python_text(batch, data, print_data: bool):
     return ("ok", renderer.batch(item), [r.offset for r in records])
 
 
-def should_be_fast(batch, offsets: list[int], text: str) -> bool:
+def should_be_fast(batch, offsets: list[int], text: str, compressed: bool) -> bool:
     """The documented cases aside, the compiled path must take the batch (no needless fallback)."""
-    if batch.magic != 2 or batch.attributes & 0x27 or not 0 < batch.count <= MAX_RECORDS:
+    if batch.magic != 2 or batch.attributes & 0x20 or not 0 < batch.count <= MAX_RECORDS:
+        return False
+    if batch.attributes & 0x07 and not compressed:
         return False
     if any(b != a + 1 for a, b in zip(offsets, offsets[1:])):
         return False
@@ -142,14 +163,14 @@ def should_be_fast(batch, offsets: list[int], text: str) -> bool:
     return len(text.encode()) <= MAX_TEXT
 
 
-def check_one(data: bytes, print_data: bool, as_view: bool = False):
+def check_one(data: bytes, print_data: bool, as_view: bool = False, fmt=format_v2_text):
     batch = decode_header(data, 0, 0)
     buf = memoryview(data) if as_view else data
-    got = format_v2_text(batch, buf, print_data)
+    got = fmt(batch, buf, print_data)
     ref = python_text(batch, data, print_data) if batch.magic >= 2 else None
     if got is None:
         if ref is not None and ref[0] == "ok":
-            assert not should_be_fast(batch, ref[2], ref[1]), f"needless fallback for {data.hex()}"
+            assert not should_be_fast(batch, ref[2], ref[1], fmt is FORMATTER), f"needless fallback for {data.hex()}"
         return "fallback"
     text, first, last = got
     assert ref is not None and ref[0] == "ok", f"compiled text for a batch the Python path rejects: {ref}"
@@ -162,23 +183,27 @@ def check_one(data: bytes, print_data: bool, as_view: bool = False):
 # --------------------------------------------------------------------------- differential: one batch
 
 
+@pytest.mark.parametrize("fmt", FORMATTERS)
 @SETTINGS
-@given(batches(), st.booleans(), st.booleans())
-def test_one_batch_same_text_or_fallback(data, print_data, as_view):
-    check_one(data, print_data, as_view)
+@given(data=batches(), print_data=st.booleans(), as_view=st.booleans())
+def test_one_batch_same_text_or_fallback(fmt, data, print_data, as_view):
+    check_one(data, print_data, as_view, fmt)
 
 
 def test_the_generator_reaches_both_outcomes():
     """The property above is not vacuous: plenty of batches take the compiled path, plenty fall back."""
-    seen = {"fast": 0, "fallback": 0}
+    seen = {"fast": 0, "fallback": 0, "compressed fast": 0}
 
     @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(batches(), st.booleans())
     def probe(data, print_data):
         seen[check_one(data, print_data)] += 1
+        if FORMATTER is not None and data[22] & 0x07 and check_one(data, print_data, fmt=FORMATTER) == "fast":
+            seen["compressed fast"] += 1
 
     probe()
     assert seen["fast"] >= 30 and seen["fallback"] >= 30, seen
+    assert FORMATTER is None or seen["compressed fast"] >= 2, seen
 
 
 def _records(n: int, value: bytes = b"v", start: int = 0) -> bytes:
@@ -279,12 +304,12 @@ def test_bad_arguments_raise():
 # --------------------------------------------------------------------------- differential: whole dumps
 
 
-def render_all(paths: list[str], opts: d.DumpOptions, fast: bool) -> tuple[list[tuple[str, bool]], dict]:
+def render_all(paths: list[str], opts: d.DumpOptions, fast: bool, batch_text=None) -> tuple[list[tuple[str, bool]], dict]:
     renderer = TextRenderer(opts)
     assert (renderer.batch_text is not None) == (opts.deep and not opts.skip_record_metadata)
     kinds: dict = {}
     out = []
-    for item in d.iter_dump(d.expand_paths(paths), opts, renderer.batch_text if fast else None):
+    for item in d.iter_dump(d.expand_paths(paths), opts, (batch_text or renderer.batch_text) if fast else None):
         kinds[type(item).__name__] = kinds.get(type(item).__name__, 0) + 1
         out.append(renderer.render(item))
     return out, kinds
@@ -294,17 +319,18 @@ def joined(rendered: list[tuple[str, bool]]) -> tuple[str, str]:
     return "".join(t for t, e in rendered if not e), "".join(t for t, e in rendered if e)
 
 
+@pytest.mark.parametrize("fmt", FORMATTERS)
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.lists(batches(max_records=4), min_size=1, max_size=6), st.sampled_from([b"", b"", b"\x00" * 5, b"\x00" * 30]),
-       st.booleans())
-def test_whole_dump_same_with_and_without(batch_list, tail, print_data):
+@given(batch_list=st.lists(batches(max_records=4), min_size=1, max_size=6),
+       tail=st.sampled_from([b"", b"", b"\x00" * 5, b"\x00" * 30]), print_data=st.booleans())
+def test_whole_dump_same_with_and_without(fmt, batch_list, tail, print_data):
     # consecutive base offsets by default, so that gaps between batches are the exception
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, LOG)
         with open(path, "wb") as f:
             f.write(b"".join(batch_list) + tail)
         opts = d.DumpOptions(deep=True, print_data=print_data)
-        fast, kinds = render_all([path], opts, True)
+        fast, kinds = render_all([path], opts, True, fmt)
         slow, _ = render_all([path], opts, False)
         assert joined(fast) == joined(slow)
 
@@ -374,7 +400,7 @@ def test_not_used_when_filtering_decoding_or_skipping_metadata(tmp_path):
     assert dump(deep=True, decoder="offsets") == 0
 
     deep = d.DumpOptions(deep=True, print_data=True)
-    assert TextRenderer(deep).batch_text is format_v2_text
+    assert TextRenderer(deep).batch_text in (format_v2_text, FORMATTER) or type(TextRenderer(deep).batch_text) is type(FORMATTER)
     assert TextRenderer(d.DumpOptions(deep=True, skip_record_metadata=True)).batch_text is None
     assert TextRenderer(deep, key_decoder="hex").batch_text is None
     assert TextRenderer(deep, value_decoder="json").batch_text is None
@@ -388,6 +414,67 @@ def test_off_under_kafkatool_pure():
     env = {**os.environ, "PYTHONPATH": str(REPO), "KAFKATOOL_PURE": "1"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, check=True)
     assert out.stdout.strip() == "None"
+
+
+# --------------------------------------------------------------------------- compressed batches (v2_text_formatter)
+
+needs_formatter = pytest.mark.skipif(FORMATTER is None, reason="no v2_text_formatter in this build of the compiled extension")
+
+
+@needs_formatter
+@pytest.mark.parametrize("codec", [Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD])
+def test_compressed_batches_are_formatted_like_the_python_path(codec):
+    specs = [RecordSpec(40 + i, 1000 + i, b"k%d" % i, b"caf\xc3\xa9 \xff %d" % i, [("h", b"1")]) for i in range(50)]
+    data = encode_batch(specs, codec=codec, producer_id=3, producer_epoch=0, base_sequence=INT32_MAX - 10)
+    decompress_calls.clear()
+    assert check_one(data, True, fmt=FORMATTER) == "fast" and decompress_calls == [codec]
+    assert check_one(data, False, True, fmt=FORMATTER) == "fast"
+    assert format_v2_text(decode_header(data, 0, 0), data, True) is None  # the plain function leaves them alone
+    text = FORMATTER(decode_header(data, 0, 0), data, True)[0]
+    assert f" compresscodec: {Codec(codec).name.lower()} " in text.splitlines()[0]
+
+
+@needs_formatter
+def test_compressed_fallbacks_keep_todays_errors(tmp_path):
+    """A corrupt stream, output above the limit, records that do not decode: None, and the dump says what it says today."""
+    good = encode_batch([RecordSpec(i, i, None, b"x" * 100) for i in range(20)], codec=Codec.GZIP)
+    corrupt = bytearray(good)
+    corrupt[80] ^= 0xFF  # inside the deflate stream
+    body = compress(Codec.LZ4, _records(3) + b"\x00\x01")  # bytes left after the last record
+    trailing = _batch(body, 3, attributes=Codec.LZ4)
+    for data in (bytes(corrupt), trailing):
+        assert FORMATTER(decode_header(data, 0, 0), data, True) is None
+    small = v2_text_formatter(_decompress, 1000)  # 2,000+ bytes decompressed: above its limit
+    assert small(decode_header(good, 0, 0), good, True) is None
+    assert FORMATTER(decode_header(good, 0, 0), good, True) is not None
+    for i, data in enumerate((bytes(corrupt), trailing, good)):
+        log = tmp_path / str(i) / LOG
+        log.parent.mkdir()
+        log.write_bytes(good + data + good[:30])
+        opts = d.DumpOptions(deep=True, print_data=True)
+        fast = joined(render_all([str(log)], opts, True, FORMATTER)[0])
+        assert fast == joined(render_all([str(log)], opts, False)[0])
+        if i < 2:
+            assert "kafkatool: error: " in fast[1]
+
+
+@needs_formatter
+def test_decompress_interrupts_are_not_swallowed():
+    data = encode_batch([RecordSpec(0, 0, None, b"x")], codec=Codec.GZIP)
+
+    def interrupted(codec, payload, limit):
+        raise KeyboardInterrupt
+
+    def wrong(codec, payload, limit):
+        raise ValueError("any Exception is a fallback")
+
+    with pytest.raises(KeyboardInterrupt):
+        v2_text_formatter(interrupted, 100)(decode_header(data, 0, 0), data, True)
+    assert v2_text_formatter(wrong, 100)(decode_header(data, 0, 0), data, True) is None
+    with pytest.raises(TypeError):
+        v2_text_formatter(wrong, "100")
+    with pytest.raises(TypeError):
+        FORMATTER(decode_header(data, 0, 0), data)
 
 
 # --------------------------------------------------------------------------- every fixture, through the CLI

@@ -35,6 +35,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <errno.h>
+#include <stddef.h>
 #include <unistd.h>
 #include <stdint.h>
 #include <string.h>
@@ -823,73 +824,64 @@ fmt_sequence(int64_t bseq, int64_t delta)
 
 static const char *const fmt_bool[2] = {"false", "true"};
 
-PyDoc_STRVAR(format_v2_text_doc,
-"format_v2_text(batch, data, print_data, /)\n--\n\n"
-"kafka-dump-log's text of one uncompressed v2 data batch under a deep dump: its batch\n"
-"line and one line per record, with keys and payloads when ``print_data`` (the string\n"
-"decoder). Returns ``(text, first_offset, last_offset)``, or None for anything it does\n"
-"not handle (legacy, compressed, control or empty batches, more than 2048 records, any\n"
-"record decode_records rejects, offsets not consecutive inside the batch, values past\n"
-"int64, more than 8 MiB of text): the caller then takes the Python path.");
-
-static PyObject *
-format_v2_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+/* A batch's 15 fields (the walker's Batch tuple) as int64: 1, or 0 when one is not an int or
+ * does not fit (a legacy batch's count None: the Python path), -1 with TypeError when `bt` is
+ * not a 15-tuple. */
+static int
+fmt_fields(PyObject *bt, int64_t f[15])
 {
-    PyObject *bt, *res = NULL;
-    int64_t f[15];
-    int print_data, lat, r;
-    Py_ssize_t k, i, end, buflen, ko = 0, vo = 0;
-    int64_t base, lod, bts, mts, bseq, count, last, prev = 0, first = 0;
-    const uint8_t *buf;
-    struct tbuf t = {NULL, 0, 0, 1};
-    Py_buffer view;
-    (void)module;
-
-    if (nargs != 3) {
-        PyErr_Format(PyExc_TypeError, "format_v2_text() takes 3 positional arguments but %zd were given", nargs);
-        return NULL;
-    }
-    bt = args[0];
+    Py_ssize_t k;
     if (!PyTuple_Check(bt) || PyTuple_GET_SIZE(bt) != 15) {
         PyErr_SetString(PyExc_TypeError, "format_v2_text: batch must be a Batch (a tuple of 15 fields)");
-        return NULL;
+        return -1;
     }
-    if ((print_data = PyObject_IsTrue(args[2])) < 0)
-        return NULL;
     for (k = 0; k < 15; k++) {
         PyObject *o = PyTuple_GET_ITEM(bt, k);
         int overflow = 0;
         if (!PyLong_Check(o))
-            Py_RETURN_NONE; /* e.g. a legacy batch's count None */
+            return 0;
         f[k] = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (overflow)
-            Py_RETURN_NONE;
+            return 0;
         if (f[k] == -1 && PyErr_Occurred())
-            return NULL;
+            return -1;
     }
-    /* position, size, offset, magic, crc, attributes, last_offset_delta, base_timestamp,
-     * max_timestamp, producer_id, producer_epoch, base_sequence, count, ple, computed_crc */
-    base = f[2];
-    lod = f[6];
-    bts = f[7];
-    mts = f[8];
-    bseq = f[11];
-    count = f[12];
-    /* codec, control: the Python path; magic above 2 too (its lines are not Kafka's v2 ones) */
-    if (f[3] != 2 || (f[5] & 0x27) || count <= 0 || count > FMT_MAX_RECORDS || f[1] < 61)
-        Py_RETURN_NONE;
-    if (bseq < INT32_MIN || bseq > INT32_MAX || lod < INT32_MIN || lod > INT32_MAX)
-        Py_RETURN_NONE;
-    if (__builtin_add_overflow(base, lod, &last))
-        Py_RETURN_NONE;
-    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
-        return NULL;
-    buf = (const uint8_t *)view.buf;
-    buflen = view.len;
-    end = (Py_ssize_t)f[1];
-    if (end > buflen)
-        goto fallback;
-    lat = (f[5] & 0x08) != 0;
+    return 1;
+}
+
+/* position, size, offset, magic, crc, attributes, last_offset_delta, base_timestamp,
+ * max_timestamp, producer_id, producer_epoch, base_sequence, count, ple, computed_crc */
+enum { F_POS, F_SIZE, F_BASE, F_MAGIC, F_CRC, F_ATTRS, F_LOD, F_BTS, F_MTS, F_PID, F_EPOCH, F_BSEQ, F_COUNT, F_PLE,
+       F_COMPUTED };
+
+/* What every path checks before it reads a record: a v2 data batch (not control) of 1 to
+ * FMT_MAX_RECORDS records, its fields in range, its size within the `len` bytes given. */
+static int
+fmt_takes(const int64_t f[15], Py_ssize_t len)
+{
+    int64_t last;
+    return f[F_MAGIC] == 2 && !(f[F_ATTRS] & 0x20) && f[F_COUNT] > 0 && f[F_COUNT] <= FMT_MAX_RECORDS
+        && f[F_SIZE] >= 61 && f[F_SIZE] <= (int64_t)len
+        && f[F_BSEQ] >= INT32_MIN && f[F_BSEQ] <= INT32_MAX && f[F_LOD] >= INT32_MIN && f[F_LOD] <= INT32_MAX
+        && !__builtin_add_overflow(f[F_BASE], f[F_LOD], &last);
+}
+
+static const char *const fmt_codec[5] = {"none", "gzip", "snappy", "lz4", "zstd"};
+
+/* The text of a batch (fields `f`, fmt_takes() true, codec 0-4) whose records are
+ * buf[start:end]: the entry itself (start 61) or its decompressed records (start 0). `buflen`
+ * is what READ_VARINT's one-byte path checks against, as in decode(). Returns the
+ * (text, first, last) tuple, None (the Python path), or NULL with an exception set. */
+static PyObject *
+fmt_batch(const int64_t f[15], const uint8_t *buf, Py_ssize_t buflen, Py_ssize_t start, Py_ssize_t end,
+          int print_data)
+{
+    PyObject *res = NULL;
+    int lat = (f[F_ATTRS] & 0x08) != 0, r;
+    Py_ssize_t k, i, ko = 0, vo = 0;
+    int64_t base = f[F_BASE], lod = f[F_LOD], bts = f[F_BTS], mts = f[F_MTS], bseq = f[F_BSEQ],
+            count = f[F_COUNT], prev = 0, first = 0;
+    struct tbuf t = {NULL, 0, 0, 1};
 
     /* --- the batch line (batch_line) */
     if ((r = TROOM(&t, 640)) != 0)
@@ -897,7 +889,7 @@ format_v2_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     TLIT(&t, "baseOffset: ");
     tput_i64(&t, base);
     TLIT(&t, " lastOffset: ");
-    tput_i64(&t, last);
+    tput_i64(&t, base + lod); /* fmt_takes() checked the overflow */
     TLIT(&t, " count: ");
     tput_i64(&t, count);
     TLIT(&t, " baseSequence: ");
@@ -905,18 +897,18 @@ format_v2_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     TLIT(&t, " lastSequence: ");
     tput_i64(&t, fmt_sequence(bseq, lod));
     TLIT(&t, " producerId: ");
-    tput_i64(&t, f[9]);
+    tput_i64(&t, f[F_PID]);
     TLIT(&t, " producerEpoch: ");
-    tput_i64(&t, f[10]);
+    tput_i64(&t, f[F_EPOCH]);
     TLIT(&t, " partitionLeaderEpoch: ");
-    tput_i64(&t, f[13]);
+    tput_i64(&t, f[F_PLE]);
     TLIT(&t, " isTransactional: ");
     {
-        const char *s = fmt_bool[(f[5] & 0x10) != 0];
+        const char *s = fmt_bool[(f[F_ATTRS] & 0x10) != 0];
         tput(&t, s, (Py_ssize_t)strlen(s));
     }
     TLIT(&t, " isControl: false deleteHorizonMs: ");
-    if (f[5] & 0x40) {
+    if (f[F_ATTRS] & 0x40) {
         TLIT(&t, "OptionalLong[");
         tput_i64(&t, bts);
         TLIT(&t, "]");
@@ -924,23 +916,28 @@ format_v2_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     else
         TLIT(&t, "OptionalLong.empty");
     TLIT(&t, " position: ");
-    tput_i64(&t, f[0]);
+    tput_i64(&t, f[F_POS]);
     if (lat)
         TLIT(&t, " LogAppendTime: ");
     else
         TLIT(&t, " CreateTime: ");
     tput_i64(&t, mts);
     TLIT(&t, " size: ");
-    tput_i64(&t, f[1]);
-    TLIT(&t, " magic: 2 compresscodec: none crc: ");
-    tput_i64(&t, f[4]);
-    if (f[4] == f[14])
+    tput_i64(&t, f[F_SIZE]);
+    TLIT(&t, " magic: 2 compresscodec: ");
+    {
+        const char *s = fmt_codec[f[F_ATTRS] & 0x07];
+        tput(&t, s, (Py_ssize_t)strlen(s));
+    }
+    TLIT(&t, " crc: ");
+    tput_i64(&t, f[F_CRC]);
+    if (f[F_CRC] == f[F_COMPUTED])
         TLIT(&t, " isvalid: true\n");
     else
         TLIT(&t, " isvalid: false\n");
 
     /* --- the records: decode()'s loop (final, no budget), each line written as it is read */
-    i = 61;
+    i = start;
     for (k = 0; k < count; k++) {
         Py_ssize_t body_end;
         int32_t length = 0, od = 0, kl = 0, vl = 0, hc = 0, h;
@@ -1064,7 +1061,7 @@ format_v2_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
     index_error: /* READ_VARINT's labels: decode() raises here, so the Python path does */
     fail:
-        PyErr_Clear();
+        PyErr_Clear(); /* decode()'s InvalidRecordError, from slow_varint/slow_varlong */
         goto fallback;
     }
     if (i != end)
@@ -1089,9 +1086,189 @@ stop: /* r: -1 error set (MemoryError, or the decoder's), 1 too long */
 fallback:
     res = Py_NewRef(Py_None);
 done:
-    PyBuffer_Release(&view);
     PyMem_Free(t.p);
     return res;
+}
+
+PyDoc_STRVAR(format_v2_text_doc,
+"format_v2_text(batch, data, print_data, /)\n--\n\n"
+"kafka-dump-log's text of one uncompressed v2 data batch under a deep dump: its batch\n"
+"line and one line per record, with keys and payloads when ``print_data`` (the string\n"
+"decoder). Returns ``(text, first_offset, last_offset)``, or None for anything it does\n"
+"not handle (legacy, compressed, control or empty batches, more than 2048 records, any\n"
+"record decode_records rejects, offsets not consecutive inside the batch, values past\n"
+"int64, more than 8 MiB of text): the caller then takes the Python path.");
+
+static PyObject *
+format_v2_text(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    int64_t f[15];
+    int print_data, ok;
+    Py_buffer view;
+    PyObject *res;
+    (void)module;
+
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "format_v2_text() takes 3 positional arguments but %zd were given", nargs);
+        return NULL;
+    }
+    if ((ok = fmt_fields(args[0], f)) <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    if ((print_data = PyObject_IsTrue(args[2])) < 0)
+        return NULL;
+    if (f[F_ATTRS] & 0x07)
+        Py_RETURN_NONE; /* compressed: see v2_text_formatter */
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (fmt_takes(f, view.len))
+        res = fmt_batch(f, (const uint8_t *)view.buf, view.len, 61, (Py_ssize_t)f[F_SIZE], print_data);
+    else
+        res = Py_NewRef(Py_None);
+    PyBuffer_Release(&view);
+    return res;
+}
+
+/* ------------------------------------------------------------------ v2_text_formatter
+ *
+ * v2_text_formatter(decompress, limit) is format_v2_text that also takes compressed batches
+ * (codecs 1-4): it calls decompress(codec, payload, limit) on the records section (a
+ * memoryview of data[61:size]) and reads the records from the bytes it returns, exactly as
+ * the Python path reads them from kafkatool.record.compression's stream (whose chunks joined
+ * are what decompress() returns). Any Exception from decompress (corrupt stream, output
+ * above `limit`, a codec library missing) means None: the Python path then raises its own
+ * error, located and worded as today. `limit` (at most the dump's max_decompressed) also
+ * bounds the memory of one call. An object with vectorcall, so that calling it costs what
+ * calling format_v2_text costs (a deep dump calls it once per batch).
+ */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *decompress;
+    PyObject *limit;
+    vectorcallfunc vectorcall;
+} TextFormatter;
+
+static PyObject *
+textfmt_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    TextFormatter *tf = (TextFormatter *)self;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    int64_t f[15];
+    int print_data, ok;
+    Py_buffer view;
+    PyObject *res = NULL;
+
+    if (nargs != 3 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_Format(PyExc_TypeError, "v2 text formatter takes 3 positional arguments (batch, data, print_data)");
+        return NULL;
+    }
+    if ((ok = fmt_fields(args[0], f)) <= 0)
+        return ok < 0 ? NULL : Py_NewRef(Py_None);
+    if ((print_data = PyObject_IsTrue(args[2])) < 0)
+        return NULL;
+    if ((f[F_ATTRS] & 0x07) > 4)
+        Py_RETURN_NONE;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (!fmt_takes(f, view.len))
+        res = Py_NewRef(Py_None);
+    else if (!(f[F_ATTRS] & 0x07))
+        res = fmt_batch(f, (const uint8_t *)view.buf, view.len, 61, (Py_ssize_t)f[F_SIZE], print_data);
+    else {
+        PyObject *payload, *codec, *out = NULL;
+        /* a slice of `data` itself (a memoryview slice keeps its exporter alive; bytes are copied) */
+        payload = PySequence_GetSlice(args[1], 61, (Py_ssize_t)f[F_SIZE]);
+        codec = PyLong_FromLong((long)(f[F_ATTRS] & 0x07));
+        if (payload != NULL && codec != NULL) {
+            PyObject *call_args[3] = {codec, payload, tf->limit};
+            out = PyObject_Vectorcall(tf->decompress, call_args, 3, NULL);
+        }
+        Py_XDECREF(payload);
+        Py_XDECREF(codec);
+        if (out == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_Exception)) { /* not KeyboardInterrupt and the like */
+                PyErr_Clear();
+                res = Py_NewRef(Py_None);
+            }
+        }
+        else {
+            Py_buffer dv;
+            if (PyObject_GetBuffer(out, &dv, PyBUF_SIMPLE) == 0) {
+                res = fmt_batch(f, (const uint8_t *)dv.buf, dv.len, 0, dv.len, print_data);
+                PyBuffer_Release(&dv);
+            }
+            Py_DECREF(out);
+        }
+    }
+    PyBuffer_Release(&view);
+    return res;
+}
+
+static int
+textfmt_traverse(PyObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(((TextFormatter *)self)->decompress);
+    Py_VISIT(((TextFormatter *)self)->limit);
+    return 0;
+}
+
+static int
+textfmt_clear(PyObject *self)
+{
+    Py_CLEAR(((TextFormatter *)self)->decompress);
+    Py_CLEAR(((TextFormatter *)self)->limit);
+    return 0;
+}
+
+static void
+textfmt_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    textfmt_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyTypeObject TextFormatterType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkatool.record._speedups.V2TextFormatter",
+    .tp_basicsize = sizeof(TextFormatter),
+    .tp_dealloc = textfmt_dealloc,
+    .tp_vectorcall_offset = offsetof(TextFormatter, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "format_v2_text, compressed batches included (see v2_text_formatter).",
+    .tp_traverse = textfmt_traverse,
+    .tp_clear = textfmt_clear,
+};
+
+PyDoc_STRVAR(v2_text_formatter_doc,
+"v2_text_formatter(decompress, limit, /)\n--\n\n"
+"A callable ``f(batch, data, print_data)`` that is :func:`format_v2_text` for uncompressed\n"
+"batches and also formats compressed ones (codecs 1-4): their records section is\n"
+"``decompress(codec, payload, limit)`` (bytes; any Exception means None, the Python path).\n"
+"``limit`` is an int, passed through (the most a batch may decompress to).");
+
+static PyObject *
+v2_text_formatter(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    TextFormatter *tf;
+    (void)module;
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "v2_text_formatter() takes 2 positional arguments but %zd were given", nargs);
+        return NULL;
+    }
+    if (!PyCallable_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "v2_text_formatter(decompress, limit): a callable and an int");
+        return NULL;
+    }
+    tf = PyObject_GC_New(TextFormatter, &TextFormatterType);
+    if (tf == NULL)
+        return NULL;
+    tf->decompress = Py_NewRef(args[0]);
+    tf->limit = Py_NewRef(args[1]);
+    tf->vectorcall = textfmt_vectorcall;
+    PyObject_GC_Track((PyObject *)tf);
+    return (PyObject *)tf;
 }
 
 /* ==================================================================== columns
@@ -4254,6 +4431,8 @@ static PyMethodDef speedups_methods[] = {
      decode_columns_v2_doc},
     {"format_v2_text", (PyCFunction)(void (*)(void))format_v2_text, METH_FASTCALL,
      format_v2_text_doc},
+    {"v2_text_formatter", (PyCFunction)(void (*)(void))v2_text_formatter, METH_FASTCALL,
+     v2_text_formatter_doc},
     {"walk_v2", (PyCFunction)(void (*)(void))walk_v2, METH_FASTCALL, walk_v2_doc},
     {"scan_v2", (PyCFunction)(void (*)(void))scan_v2, METH_FASTCALL, scan_v2_doc},
     {"scan_fd", (PyCFunction)(void (*)(void))scan_fd, METH_FASTCALL, scan_fd_doc},
@@ -4305,6 +4484,9 @@ PyInit__speedups(void)
         return NULL;
 
     crc32c_setup();
+
+    if (PyType_Ready(&TextFormatterType) < 0)
+        return NULL;
 
     m = PyModule_Create(&speedups_module);
     if (m == NULL)
