@@ -759,3 +759,23 @@ def test_random_damage_never_escapes(tmp_path) -> None:
             for g in read.groups:
                 assert g.state in ("Empty", "Stable", "Dead", "Assigning", "Reconciling")
     assert failed > 100  # (most corruptions are seen: a CRC covers every batch)
+
+
+def test_legacy_message_formats(tmp_path, capsys) -> None:
+    """A 0.10-era __consumer_offsets: v0 and v1 messages, a gzip v1 wrapper, then v2 batches (an upgrade)."""
+    log = td.LogBuilder(timestamp=T0)
+    log.legacy([(td.group_metadata_key("old"), td.group_metadata_value(generation=1, leader="m", version=0,
+                                                                       members=[_member("m", {"t": [0, 1]})]))],
+               magic=0)
+    log.legacy([commit("old", "t", 0, 10, T0, version=1, expire_timestamp=T0 + 1)], magic=0)
+    log.legacy([commit("old", "t", 0, 11, T0, version=1, expire_timestamp=T0 + 2),
+                commit("old", "t", 1, 21, T0, version=1, expire_timestamp=T0 + 2)], magic=1, codec=1)
+    log.legacy([tombstone("old", "t", 1)], magic=1)
+    log.add([commit("old", "t", 2, 30, T0, version=3, leader_epoch=4)])
+    log.write(td.partition_dir(tmp_path / "b", OFFSETS, 0))
+    code, out, err = cli(capsys, tmp_path / "b", "--format", "jsonl")
+    assert code == 0, err
+    g = groups_by_id(jsonl(out))["old"]
+    assert (g["state"], g["generation"], g["members"][0]["assignment"][0]["partitions"]) == ("Stable", 1, [0, 1])
+    assert {k: (v["offset"], v["expireTimestamp"], v["leaderEpoch"]) for k, v in offsets_of(g).items()} == {
+        ("t", 0): (11, T0 + 2, -1), ("t", 2): (30, None, 4)}

@@ -215,6 +215,27 @@ class LogBuilder:
         self.next_offset += 1
         return offset
 
+    def legacy(self, records: Sequence[tuple[bytes | None, bytes | None]], *, magic: int = 1, codec: int = 0,
+               timestamp: int | None = None) -> tuple[int, int]:
+        """Legacy (magic 0/1) messages, as a pre-0.11 broker wrote ``__consumer_offsets``: one message per
+        record, or with ``codec`` one compressed wrapper (spec §5: v1 inner offsets relative, the wrapper
+        carrying the last offset) built by :mod:`kafkatool.record.encode`. Returns the first and last offsets."""
+        from kafkatool.record.compression import compress
+        from kafkatool.record.encode import legacy_messages, legacy_wrapper
+
+        ts = self._tick(timestamp)
+        first = self.next_offset
+        specs = [RecordSpec(first + i, ts, k, v) for i, (k, v) in enumerate(records)]
+        last = first + len(specs) - 1
+        if not codec:
+            self.segments[-1][1].append(legacy_messages(specs, magic))
+        else:
+            inner = legacy_messages(specs, magic, relative_to=first if magic == 1 else None)
+            self.segments[-1][1].append(legacy_wrapper(compress(codec, inner, magic=magic), magic=magic, offset=last,
+                                                       timestamp=ts, attributes=codec))
+        self.next_offset = last + 1
+        return first, last
+
     def raw(self, data: bytes) -> None:
         """Bytes appended to the current segment as they are (a damaged region)."""
         self.segments[-1][1].append(data)
