@@ -60,6 +60,8 @@ __all__ = [
     "Replica",
     "GroupsOptions",
     "GroupsRun",
+    "DEFAULT_OFFSETS_PARTITIONS",
+    "offsets_partition_of",
     "find_offsets_partitions",
     "log_end_offset",
     "replay_partition",
@@ -252,6 +254,23 @@ class GroupsRun:
 
 
 # ----------------------------------------------------------------------------- finding the partitions
+
+#: ``offsets.topic.num.partitions``'s default.
+DEFAULT_OFFSETS_PARTITIONS = 50
+
+
+def offsets_partition_of(group_id: str, partitions: int = DEFAULT_OFFSETS_PARTITIONS) -> int:
+    """The ``__consumer_offsets`` partition a group's records go to:
+    ``Utils.abs(groupId.hashCode()) % partitions`` (``GroupCoordinator.partitionFor``), Java's
+    ``String.hashCode`` over the UTF-16 code units, ``Utils.abs(Integer.MIN_VALUE)`` being 0."""
+    units = group_id.encode("utf-16-be", "surrogatepass")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    if h >= 1 << 31:
+        h -= 1 << 32
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
 
 
 def log_end_offset(partition: Partition) -> int | None:

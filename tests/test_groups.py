@@ -779,3 +779,25 @@ def test_legacy_message_formats(tmp_path, capsys) -> None:
     assert (g["state"], g["generation"], g["members"][0]["assignment"][0]["partitions"]) == ("Stable", 1, [0, 1])
     assert {k: (v["offset"], v["expireTimestamp"], v["leaderEpoch"]) for k, v in offsets_of(g).items()} == {
         ("t", 0): (11, T0 + 2, -1), ("t", 2): (30, None, 4)}
+
+
+def test_offsets_partition_of_a_group() -> None:
+    """Utils.abs(groupId.hashCode()) % 50, by hand: "a" is 97; U+1F600 is the UTF-16 pair D83D DE00,
+    0xD83D * 31 + 0xDE00 = 1772899; "polygenelubricants".hashCode() is Integer.MIN_VALUE (abs -> 0)."""
+    assert gr.offsets_partition_of("a") == 97 % 50
+    assert gr.offsets_partition_of("\U0001F600") == 1772899 % 50
+    assert gr.offsets_partition_of("polygenelubricants") == 0
+    assert gr.offsets_partition_of("a", 7) == 97 % 7
+
+
+def test_real_groups_live_in_their_hash_partition(capsys) -> None:
+    """The brokers put each group in partition abs(hashCode) % 50: the real files agree with offsets_partition_of."""
+    root = real_fixture("greenlemonT__kafka-temp")  # (skips without the real files)
+    code, out, err = cli(capsys, root.parent, "--format", "jsonl")
+    groups = groups_by_id(jsonl(out))
+    assert len(groups) >= 5
+    for g in groups.values():
+        assert gr.offsets_partition_of(g["groupId"]) == g["offsetsPartition"], g["groupId"]
+    code, out, err = cli(capsys, root.parent, "--group", "payments")
+    # "payments".hashCode() is 1382682413 (checked with java 17: String.hashCode), % 50 = 13
+    assert code == 1 and "its records are in __consumer_offsets-13" in err

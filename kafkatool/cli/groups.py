@@ -47,7 +47,13 @@ def groups(paths, group, topic, fmt, quiet) -> None:
     usage, or a path with no __consumer_offsets partition under it.
     """
     from kafkatool.cli.options import json_lines_stream, safe_text_stream
-    from kafkatool.groups import GroupsOptions, find_offsets_partitions, groups_of
+    from kafkatool.groups import (
+        DEFAULT_OFFSETS_PARTITIONS,
+        GroupsOptions,
+        find_offsets_partitions,
+        groups_of,
+        offsets_partition_of,
+    )
     from kafkatool.render import groups as render
 
     started = time.monotonic()
@@ -91,7 +97,18 @@ def groups(paths, group, topic, fmt, quiet) -> None:
         sys.stderr.write(render.summary_line(reads, seconds) + "\n")
     if group is not None and not found:
         where = f" with offsets of topic {topic}" if topic is not None else ""
-        sys.stderr.write(f"kafkatool: error: group {group}{where} not found in the "
-                         f"{len(reads)} __consumer_offsets partition(s) read\n")
+        numbers = sorted(r.partition for r in reads if r.partition is not None)
+        home = offsets_partition_of(group)
+        sys.stderr.write(f"kafkatool: error: group {group}{where} not found in the {len(reads)} __consumer_offsets "
+                         f"partition(s) read ({_numbers(numbers)}); with the default {DEFAULT_OFFSETS_PARTITIONS} "
+                         f"partitions (offsets.topic.num.partitions) its records are in __consumer_offsets-{home}\n")
         sys.exit(ExitCode.FINDINGS)
     sys.exit(ExitCode.FINDINGS if any(r.failed for r in reads) else ExitCode.OK)
+
+
+def _numbers(numbers: list[int]) -> str:
+    """``partitions 3, 14, 36`` (the first ten, then a count)."""
+    if not numbers:
+        return "no partition number"
+    shown = ", ".join(map(str, numbers[:10])) + (f" and {len(numbers) - 10} more" if len(numbers) > 10 else "")
+    return ("partition " if len(numbers) == 1 else "partitions ") + shown
