@@ -229,3 +229,10 @@ def test_random_bytes_never_raise(data, offset):
         assert (d.error is None) == (d.payload_json is not None)
         if d.error is not None:
             assert d.payload_text == d.error and d.error.startswith(f"Error at offset {offset}, skipping. ")
+
+
+def test_versions_past_the_schema_fail_as_in_kafka():
+    # version 1 of a v0-only record: the nested TopicIdPartitionEntry class refuses it
+    # ("Can't read version 1 of TopicIdPartitionEntry" inside the serde: its message is generic)
+    d = _decode("01 02 01" + TIP + " 00000000 0000000000000000 00 00", 6)
+    assert d.payload_text == "Error at offset 6, skipping. Failed to deserialize record with type 2"

@@ -176,15 +176,24 @@ _PLANS: dict[tuple[int, int, bool], tuple[tuple, dict[int, tuple]]] = {}
 long as the module, so the ids stay valid."""
 
 
-class _Reader:
-    __slots__ = ("data", "pos", "end", "structs", "v")
+def _int32(n: int) -> int:
+    """The low 32 bits of ``n`` as a Java int."""
+    n &= 0xFFFFFFFF
+    return n - (1 << 32) if n >= 1 << 31 else n
 
-    def __init__(self, data: bytes, pos: int, structs: dict, v: int) -> None:
+
+class _Reader:
+    __slots__ = ("data", "pos", "end", "structs", "v", "raw", "bounds")
+
+    def __init__(self, data: bytes, pos: int, structs: dict, v: int, raw: int | None = None,
+                 bounds: tuple[int, int] = (0, 0x7FFF)) -> None:
         self.data = data
         self.pos = pos
         self.end = len(data)
         self.structs = structs
-        self.v = v
+        self.v = v  # the clamped version the fields follow
+        self.raw = v if raw is None else raw  # the version asked for (Kafka's _version)
+        self.bounds = bounds  # the versions the struct being read is generated for
 
     def fail(self, message: str, *, at: int | None = None, expected: Any = None, found: Any = None,
              kafka: str | None = None):
@@ -277,39 +286,54 @@ class _Reader:
         return out
 
     def tags(self, out: dict, tagged: dict[int, tuple]) -> None:
-        start = self.pos
-        count = self.uvarint("tagged field count")
-        if count > self.end - self.pos:
-            self.fail("tagged field count larger than the remaining bytes", at=start,
-                      expected=f"<= {self.end - self.pos}", found=count)
+        """The tagged section as Kafka's generated reader walks it: the count, tags and sizes
+        are Java ints (a negative count reads nothing); a known tag's value is read from the
+        buffer as an untagged one would be, its size unused (so a wrong size is not an error,
+        the bytes after the value are read as the next tag); an unknown tag's bytes are
+        ``readArray(size)``. Each round reads at least two bytes: a count larger than the data
+        fails where the data runs out, as in Kafka."""
+        count = _int32(self.uvarint("tagged field count"))
         unknown = []
         for _ in range(count):
-            tag = self.uvarint("tag")
-            size = self.uvarint(f"size of tag {tag}")
-            if size > self.end - self.pos:
-                self.fail(f"tag {tag}: size larger than the remaining bytes",
-                          expected=f"<= {self.end - self.pos}", found=size,
-                          kafka=f"Error reading byte array of {size} byte(s): only "
-                          f"{self.end - self.pos} byte(s) available")
+            tag = _int32(self.uvarint("tag"))
+            size = _int32(self.uvarint(f"size of tag {tag}"))
             f = tagged.get(tag)
             if f is None:
+                remaining = self.end - self.pos
+                if size > remaining:
+                    self.fail(f"tag {tag}: size larger than the remaining bytes",
+                              expected=f"<= {remaining}", found=size,
+                              kafka=f"Error reading byte array of {size} byte(s): only {remaining} byte(s) available")
+                if size < 0:  # new byte[size]: NegativeArraySizeException, whose message is the size
+                    self.fail(f"tag {tag}: negative size", found=size, kafka=str(size))
                 unknown.append((tag, self.take(size, f"tag {tag}", array=True)))
                 continue
             if not _in(f[_TAGGED], self.v):
-                self.fail(f"Tag {tag} is not valid for version {self.v}",
-                          kafka=f"Tag {tag} is not valid for version {self.v}")
-            outer_end = self.end
-            payload_start = self.pos
-            self.end = self.pos + size
-            try:
-                out[f[_NAME]] = self.value(f, True, _in(f[_NULLABLE], self.v), tagged=True)
-                if self.pos != self.end:
-                    self.fail(f"tag {tag} ({f[_NAME]}): payload is {size} bytes but its value "
-                              f"used {self.pos - payload_start}", at=payload_start)
-            finally:
-                self.end = outer_end
+                self.fail(f"Tag {tag} is not valid for version {self.raw}",
+                          kafka=f"Tag {tag} is not valid for version {self.raw}")
+            out[f[_NAME]] = self.value(f, True, _in(f[_NULLABLE], self.v), tagged=True)
         if unknown:
             out[UNKNOWN_TAGS] = unknown
+
+    def enter(self, f: tuple) -> tuple[int, int]:
+        """Before reading a struct value of field ``f``: Kafka's nested struct classes check the
+        version they are read at against the versions they were generated for (an inline
+        struct: the enclosing ones' versions; a common struct: its own "0+", no check), which
+        the clamp rule does not cover: "Can't read version V of <Struct>". Returns the bounds
+        to restore after the read."""
+        outer = self.bounds
+        if f[_FIELDS] is None:  # a common struct: generated for its own versions (all "0+")
+            self.bounds = (0, 0x7FFF)
+            return outer
+        lo, hi = outer
+        flo, fhi = f[_VERSIONS]
+        raw = self.raw
+        if (fhi > hi and raw > hi) or (flo < lo and raw < lo):
+            struct_name = f[_TYPE].removeprefix("[]")
+            self.fail(f"Can't read version {raw} of {struct_name}",
+                      kafka=f"Can't read version {raw} of {struct_name}")
+        self.bounds = (max(lo, flo), min(hi, fhi))
+        return outer
 
     def null(self, name: str, nullable: bool, start: int) -> None:
         """A null read at ``start`` for field ``name``: None, or Kafka's error where it may not be null."""
@@ -336,7 +360,12 @@ class _Reader:
                 element = f"{name} element"
                 return [self.primitive(et, element, flex, False) for _ in range(n)]
             sub = _struct_fields(f, self.structs)
-            return [self.struct(sub, flex) for _ in range(n)]
+            if n == 0:
+                return []
+            outer = self.enter(f)
+            items = [self.struct(sub, flex) for _ in range(n)]
+            self.bounds = outer
+            return items
         if t in _PRIMITIVES:
             return self.primitive(t, name, flex, nullable)
         sub = _struct_fields(f, self.structs)
@@ -349,7 +378,10 @@ class _Reader:
             else:
                 if self.fixed("int8", f"null marker of {name}") < 0:
                     return None
-        return self.struct(sub, flex)
+        outer = self.enter(f)
+        item = self.struct(sub, flex)
+        self.bounds = outer
+        return item
 
     def primitive(self, t: str, name: str, flex: bool, nullable: bool) -> Any:
         if t in _FIXED:
@@ -395,7 +427,7 @@ def decode_reference(name: str, data: bytes, version: int, *, pos: int = 0) -> t
     m = MESSAGES[name]
     v = clamp_version(name, version)
     flex = m["flexibleFrom"] is not None and v >= m["flexibleFrom"]
-    r = _Reader(data, pos, m["structs"], v)
+    r = _Reader(data, pos, m["structs"], v, version, m["validVersions"])
     if pos < 0 or pos > len(data):
         raise InvalidRecordError(f"{name}: start position outside the data", position=pos)
     return r.struct(m["fields"], flex), r.pos
@@ -951,6 +983,8 @@ class _Gen:
             out.append("        raise _GiveUp")
             out.append("    for _ in range(nt):")
             out.append("        tag, pos = _uv(data, pos)")
+            out.append("        if tag > 0x7FFFFFFF:")  # a negative Java int: the table walk decides
+            out.append("            raise _GiveUp")
             out.append("        size, pos = _uv(data, pos)")
             out.append("        if size > end - pos:")
             out.append("            raise _GiveUp")
@@ -1002,10 +1036,33 @@ def _remember(cache: dict, key: tuple, fn: Any) -> Any:
     return fn
 
 
+def _give_up(data: Any, pos: int, end: int) -> Any:
+    raise _GiveUp
+
+
+def _checks_version(fields: tuple, lo: int, hi: int) -> bool:
+    """Whether an inline struct under ``fields`` (generated for versions lo..hi) refuses some
+    version outside lo..hi (the test of _Reader.enter)."""
+    for f in fields:
+        if f[_FIELDS] is None:
+            continue
+        flo, fhi = f[_VERSIONS]
+        if fhi > hi or flo < lo or _checks_version(f[_FIELDS], max(lo, flo), min(hi, fhi)):
+            return True
+    return False
+
+
+_CHECKS_VERSION = frozenset(name for name, m in MESSAGES.items() if _checks_version(m["fields"], *m["validVersions"]))
+"""Messages with inline nested structs, whose generated readers refuse a version outside the
+message's range (_Reader.enter): no compiled reader for such versions."""
+
+
 def _compiled(name: str, version: int) -> Any:
     """The compiled reader of ``name`` at ``version`` (made on first use, once per clamped
     version: a version past the schema shares the newest one's reader)."""
     v = clamp_version(name, version)
+    if v != version and name in _CHECKS_VERSION:
+        return _remember(_COMPILED, (name, version), _give_up)
     fn = _COMPILED.get((name, v))
     if fn is None:
         m = MESSAGES[name]
