@@ -69,9 +69,10 @@ BEFORE_PATH: list[str] = []
 # The issue's targets.
 TARGET_BATCH_SECONDS = 0.5  # batch-line dump of a 1 GiB segment
 TARGET_BATCH_RSS_MIB = 100.0
-# issue 13: >= 1.2x aiokafka on the 256 MiB 1-record-batch and ~16 KiB-batch segments (headroom for
-# the internal-topic decoders on the same path); issue 5's target was 1.0
+# Issue 13: >= 1.2x aiokafka on the uncompressed segments (1-record batches and ~16 KiB batches; headroom
+# for the internal-topic decoders on the same path); the compressed variants keep issue 5's 1.0.
 TARGET_DEEP_RATIO_VS_AIOKAFKA = 1.2
+TARGET_DEEP_RATIO_COMPRESSED = 1.0
 TARGET_VARIANT = "none-16k"
 
 
@@ -509,11 +510,12 @@ def evaluate_targets(results: list[Result]) -> list[dict]:
     for r in results:
         if r.mode != "deep" or r.tool != "aiokafka" or r.speedup_vs_peer is None:
             continue
+        goal = TARGET_DEEP_RATIO_VS_AIOKAFKA if r.variant.startswith("none-") else TARGET_DEEP_RATIO_COMPRESSED
         out.append({
-            "target": f"deep dump at least {TARGET_DEEP_RATIO_VS_AIOKAFKA}x aiokafka's speed (ratio >= {TARGET_DEEP_RATIO_VS_AIOKAFKA})",
+            "target": f"deep dump at least {goal}x aiokafka's speed (ratio >= {goal})",
             "variant": r.variant,
             "measured": round(r.speedup_vs_peer, 2),
-            "status": "pass" if r.speedup_vs_peer >= TARGET_DEEP_RATIO_VS_AIOKAFKA else "FAIL",
+            "status": "pass" if r.speedup_vs_peer >= goal else "FAIL",
             "note": f"kafkatool {by[(r.variant, 'deep', 'kafkatool')].seconds:.2f} s, aiokafka {r.seconds:.2f} s",
         })
     return out
