@@ -25,6 +25,11 @@
  * straight into Arrow-layout bytearrays (kafkatool.record.columns.RecordColumns.add_v2)
  * instead of building tuples; see its section below.
  *
+ * format_v2_text(batch, data, print_data) and v2_text_formatter(decompress, limit) walk the
+ * records with that same loop too, writing kafka-dump-log's text of a whole batch (the deep
+ * dump's hot path) instead of building objects, and return None for anything else; see the
+ * "dump text" section.
+ *
  * Arguments: buf is any object exporting a C-contiguous buffer (read as raw bytes,
  * never copied); pos, end, count are integers (__index__). A negative count raises
  * InvalidRecordError first, as in Python; then pos and end must both lie within
