@@ -4,12 +4,20 @@ One codec for every internal-topic message (``kafkatool.record.schemas.MESSAGES`
 same rules as Kafka's ``MessageDataGenerator`` (internal-schemas.md §3-§4):
 
 * non-flexible versions: int16 string lengths, int32 bytes/array lengths, -1 = null;
-* flexible versions: compact lengths (uvarint(n+1), 0 = null) and a tagged-field section
-  at the end of every struct (read in any order, written in ascending tag order; unknown
-  tags are kept raw under ``"_unknownTaggedFields"`` as ``(tag, bytes)`` tuples and skipped
-  by size; a known tag outside its taggedVersions is an error);
+* flexible versions: compact lengths (uvarint(n+1), 0 = null; Java int arithmetic, so a
+  length of 2**31 or more is null) and a tagged-field section at the end of every struct
+  (read in any order, written in ascending tag order; unknown tags are kept raw under
+  ``"_unknownTaggedFields"`` as ``(tag, bytes)`` tuples and skipped by size; a known tag's
+  value is read as encoded, its declared size unused, as Kafka does; a known tag outside
+  its taggedVersions is an error);
 * the clamp rule: a version outside validVersions reads and writes like
-  ``min(max(v, lo), hi)`` (Kafka writes ShareUpdateValue v1 with the v0 layout).
+  ``min(max(v, lo), hi)`` (Kafka writes ShareUpdateValue v1 with the v0 layout), except that
+  Kafka's nested (non-common) struct classes refuse such a version when one is read
+  ("Can't read version V of <Struct>");
+* strings decode as Java's ``new String(bytes, UTF_8)`` (:data:`JAVA_UTF8_ERRORS`).
+
+All of this was compared with Kafka's own generated classes (the generator at the spec's
+commit, run on a JVM) on ~22,000 metadata and remote-log records, valid and corrupt.
 
 Decoded values are plain Python: int, float, bool, str, bytes, None, list, and dicts keyed
 by the schema's field names in schema order. Every field appears: a field absent at the
