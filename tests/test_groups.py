@@ -801,3 +801,24 @@ def test_real_groups_live_in_their_hash_partition(capsys) -> None:
     code, out, err = cli(capsys, root.parent, "--group", "payments")
     # "payments".hashCode() is 1382682413 (checked with java 17: String.hashCode), % 50 = 13
     assert code == 1 and "its records are in __consumer_offsets-13" in err
+
+
+def test_table_folds_to_a_width_and_escapes_control_characters(tmp_path) -> None:
+    from rich.cells import cell_len
+
+    from kafkatool.render import groups as rg
+
+    build_lifecycle(tmp_path / "b")
+    log = td.LogBuilder(timestamp=T0)
+    log.add([commit("evil\x1b[31m\ngroup", "t", 0, 1, T0)])
+    log.write(td.partition_dir(tmp_path / "b", OFFSETS, 1))
+    reads = list(gr.groups_of(gr.find_offsets_partitions([str(tmp_path / "b")])))
+    wide = list(rg.table_lines(reads))
+    text = "".join(wide)
+    assert "\x1b" not in text and "evil\\x1b[31m\\ngroup" in text
+    assert len({cell_len(line) for line in wide if line[:1] in "┏┃┡│└"}) == 3  # three tables, each line as wide as its table
+    narrow = list(rg.table_lines(reads, width=120))
+    assert max(cell_len(line) for line in narrow) <= 120 < max(cell_len(line) for line in wide)
+    assert "".join(narrow).count("orders") >= "".join(wide).count("orders")  # folded, nothing lost
+    colored = list(rg.table_lines(reads, color=True))
+    assert any(line.startswith("\x1b[31m│ expired") for line in colored)  # Dead in red

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -89,9 +90,12 @@ def groups(paths, group, topic, fmt, quiet) -> None:
     if fmt == "jsonl":
         out.write(render.dumps(render.summary_object(reads, seconds)) + "\n")
     elif found:
-        from rich.console import Console
+        from kafkatool.render.terminal import is_terminal, terminal_width
 
-        render.render_tables(Console(highlight=False, markup=False, width=None if out.isatty() else 200), reads)
+        tty = is_terminal(out)
+        for line in render.table_lines(reads, width=terminal_width() if tty else None,
+                                       color=tty and not os.environ.get("NO_COLOR")):
+            out.write(line + "\n")
     out.flush()
     if not quiet:
         sys.stderr.write(render.summary_line(reads, seconds) + "\n")

@@ -3,7 +3,8 @@
 group of it, then a final ``summary``), Rich tables (groups, members, committed offsets), and the
 lines for standard error (replicas not used, damaged regions, undecodable records, the summary).
 
-Pure functions of the result model; only :func:`render_tables` imports Rich, when called. JSON
+Pure functions of the result model; the tables are laid out here (:func:`table_lines`), with
+Rich's cell widths (``rich.cells``) for wide characters. JSON
 names are camelCase and Kafka's where Kafka has one (``groupId``, ``protocolType``,
 ``generation``, ``leaderEpoch``, ``commitTimestamp``, ``expireTimestamp``, ``memberEpoch``); times
 are epoch milliseconds in JSON, and also ISO 8601 UTC in tables. The schema is in kafkatool-groups(1).
@@ -12,7 +13,7 @@ are epoch milliseconds in JSON, and also ISO 8601 UTC in tables. The schema is i
 from __future__ import annotations
 
 import json
-from typing import Iterable
+from typing import Iterable, Iterator
 
 from kafkatool.groups import CommittedOffset, Group, Member, PartitionRead, TopicPartitions
 from kafkatool.render.times import iso_time
@@ -26,7 +27,7 @@ __all__ = [
     "error_lines",
     "summary_line",
     "assignment_text",
-    "render_tables",
+    "table_lines",
 ]
 
 dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
@@ -193,17 +194,18 @@ def assignment_text(tps: list[TopicPartitions] | None) -> str:
                      f"{','.join(map(str, t.partitions))}" for t in tps)
 
 
-def _time(ms: int | None) -> str:
+def _time(ms: int | None) -> str | list[str]:
+    """Epoch milliseconds, and ISO 8601 UTC on a second line."""
     if ms is None or ms < 0:
         return "-" if ms is None else str(ms)
-    return f"{ms}\n{iso_time(ms) or '?'}"
+    return [str(ms), iso_time(ms) or "?"]
 
 
 def _none(v) -> str:
     return "-" if v is None else str(v)
 
 
-def _group_row(g: Group) -> list[str]:
+def _group_row(g: Group) -> list:
     if g.group_type == "classic":
         protocol = f"{g.protocol_type or '(none)'} / {g.protocol or '-'}"
         gen = f"generation {_none(g.generation)}"
@@ -217,10 +219,10 @@ def _group_row(g: Group) -> list[str]:
         note.append(f"state since {iso_time(g.current_state_timestamp)}")
     return [g.group_id, g.group_type, g.state, protocol, gen, _none(g.leader), str(len(g.members)),
             f"{len(g.offsets)}" + (f" (+{len(g.pending_offsets)} pending)" if g.pending_offsets else ""),
-            str(g.offsets_partition), "\n".join(note)]
+            str(g.offsets_partition), note]
 
 
-def _member_row(g: Group, m: Member) -> list[str]:
+def _member_row(g: Group, m: Member) -> list:
     timeouts = f"{_none(m.session_timeout_ms)} / {_none(m.rebalance_timeout_ms)}"
     if m.member_epoch is not None:
         epoch = f"epoch {m.member_epoch} (prev {m.previous_member_epoch}) {m.member_state or ''}".strip()
@@ -236,10 +238,10 @@ def _member_row(g: Group, m: Member) -> list[str]:
         extra.append("target " + assignment_text(m.target_assignment))
     subscribed = ",".join(m.subscribed_topics) if m.subscribed_topics else (m.subscribed_topic_regex or "-")
     return [g.group_id, m.member_id, _none(m.group_instance_id), _none(m.client_id), _none(m.client_host),
-            timeouts, subscribed, "\n".join([assignment, *extra]), epoch]
+            timeouts, subscribed, [assignment, *extra], epoch]
 
 
-def _offset_row(g: Group, o: CommittedOffset, pending: bool) -> list[str]:
+def _offset_row(g: Group, o: CommittedOffset, pending: bool) -> list:
     status = f"pending (producer {o.producer_id})" if pending else (
         "committed" if o.producer_id is None else f"committed (txn, producer {o.producer_id})")
     expire = "-" if o.expire_timestamp is None else _time(o.expire_timestamp)
@@ -247,43 +249,112 @@ def _offset_row(g: Group, o: CommittedOffset, pending: bool) -> list[str]:
             expire, o.metadata, status, str(o.record_offset)]
 
 
-def render_tables(console, reads: Iterable[PartitionRead]) -> None:
-    """Three tables: the groups, their members, their committed (and pending) offsets."""
-    from rich.table import Table
-    from rich.text import Text
+# (header, right-justified, may fold to fit a terminal)
+_GROUP_COLUMNS = (("group", False, True), ("type", False, False), ("state", False, False),
+                  ("protocol type / protocol", False, True), ("generation / epoch", False, True),
+                  ("leader", False, True), ("members", True, False), ("offsets", True, False),
+                  ("partition", True, False), ("note", False, True))
+_MEMBER_COLUMNS = (("group", False, True), ("member", False, True), ("instance", False, True),
+                   ("client", False, True), ("host", False, True), ("session / rebalance ms", True, False),
+                   ("subscribed", False, True), ("assigned partitions", False, True), ("epoch / state", False, True))
+_OFFSET_COLUMNS = (("group", False, True), ("topic", False, True), ("partition", True, False),
+                   ("offset", True, False), ("leader epoch", True, False), ("commit time (UTC)", False, True),
+                   ("expire time (UTC)", False, True), ("metadata", False, True), ("status", False, True),
+                   ("record offset", True, False))
+_RED, _YELLOW, _BOLD, _RESET = "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
+_FOLD_MIN = 4
+"""A column folded to fit a terminal keeps at least this many cells (its header folds too)."""
 
-    # by group id across the partitions (each partition's groups come sorted already)
+
+def table_lines(reads: Iterable[PartitionRead], *, width: int | None = None, color: bool = False) -> Iterator[str]:
+    """Three tables, line by line: the groups, their members, their committed (and pending)
+    offsets, groups by id across partitions; in Rich's heavy-head box style. ``width``: fold
+    the text columns (never the numbers), widest first, to fit it where they can (a terminal's
+    width); None never folds. ``color``: ANSI colour
+    for Dead groups (red) and pending offsets (yellow).
+
+    Laid out here rather than by a Rich ``Table``: Rich holds every rendered row (~12 KB and
+    0.5 ms a row: 20,000 offsets took 12 s and 250 MB); these lines cost their strings only."""
     groups = sorted((g for r in reads for g in r.groups), key=lambda g: (g.group_id, g.offsets_partition or -1))
+    rows = [(_group_row(g), _RED if g.state == "Dead" else None) for g in groups]
+    yield from _table("Groups", _GROUP_COLUMNS, rows, width, color)
+    rows = [(_member_row(g, m), None) for g in groups for m in g.members]
+    if rows:
+        yield from _table("Members", _MEMBER_COLUMNS, rows, width, color)
+    rows = [(_offset_row(g, o, False), None) for g in groups for o in g.offsets]
+    rows += [(_offset_row(g, o, True), _YELLOW) for g in groups for o in g.pending_offsets]
+    if rows:
+        rows.sort(key=lambda r: (r[0][0], r[1] is not None))  # by group (stable: its offsets in order), pending last
+        yield from _table("Committed offsets", _OFFSET_COLUMNS, rows, width, color)
 
-    def table(title: str, columns: tuple[tuple[str, str], ...]) -> Table:
-        t = Table(title=title, title_justify="left")
-        for col, just in columns:
-            t.add_column(col, justify=just, overflow="fold")
-        return t
 
-    t = table("Groups", (("group", "left"), ("type", "left"), ("state", "left"), ("protocol type / protocol", "left"),
-                         ("generation / epoch", "left"), ("leader", "left"), ("members", "right"),
-                         ("offsets", "right"), ("partition", "right"), ("note", "left")))
-    for g in groups:
-        row = _group_row(g)
-        style = "red" if g.state == "Dead" else ""
-        t.add_row(*[Text(c, style=style) for c in row])
-    console.print(t)
-    members = [(g, m) for g in groups for m in g.members]
-    if members:
-        t = table("Members", (("group", "left"), ("member", "left"), ("instance", "left"), ("client", "left"),
-                              ("host", "left"), ("session / rebalance ms", "right"), ("subscribed", "left"),
-                              ("assigned partitions", "left"), ("epoch / state", "left")))
-        for g, m in members:
-            t.add_row(*[Text(c) for c in _member_row(g, m)])
-        console.print(t)
-    offsets = [(g, o, False) for g in groups for o in g.offsets] + [(g, o, True) for g in groups for o in g.pending_offsets]
-    offsets.sort(key=lambda x: (x[0].group_id, x[0].offsets_partition or 0, x[2]))
-    if offsets:
-        t = table("Committed offsets", (("group", "left"), ("topic", "left"), ("partition", "right"),
-                                        ("offset", "right"), ("leader epoch", "right"),
-                                        ("commit time (UTC)", "left"), ("expire time (UTC)", "left"),
-                                        ("metadata", "left"), ("status", "left"), ("record offset", "right")))
-        for g, o, pending in offsets:
-            t.add_row(*[Text(c, style="yellow" if pending else "") for c in _offset_row(g, o, pending)])
-        console.print(t)
+def _table(title: str, columns, rows: list[tuple[list[str], str | None]], width: int | None,
+           color: bool) -> Iterator[str]:
+    from rich.cells import cell_len
+
+    # a cell is a string (one line) or a list of lines; every line escaped (data can hold anything)
+    cells = [[[_printable(c)] if isinstance(c, str) else [_printable(x) for x in c] or [""] for c in row]
+             for row, _style in rows]
+    widths = [max([cell_len(h)] + [cell_len(line) for row in cells for line in row[i]]) for i, (h, _r, _f) in
+              enumerate(columns)]
+    if width is not None:
+        widths = _fit(widths, [foldable for _h, _r, foldable in columns], width)
+    yield f"{_BOLD}{title}{_RESET}" if color else title
+    yield "┏" + "┳".join("━" * (w + 2) for w in widths) + "┓"
+    heads = [_fold(h, w, cell_len) for (h, _r, _f), w in zip(columns, widths)]
+    for k in range(max(len(h) for h in heads)):
+        yield "┃ " + " ┃ ".join(_pad(h[k] if k < len(h) else "", w, right, cell_len)
+                                 for h, w, (_h, right, _f) in zip(heads, widths, columns)) + " ┃"
+    yield "┡" + "╇".join("━" * (w + 2) for w in widths) + "┩"
+    for row, (_cells, style) in zip(cells, rows):
+        pieces = [[p for line in cell for p in _fold(line, w, cell_len)] for cell, w in zip(row, widths)]
+        for k in range(max(len(p) for p in pieces)):
+            line = "│ " + " │ ".join(_pad(p[k] if k < len(p) else "", w, right, cell_len)
+                                     for p, w, (_h, right, _f) in zip(pieces, widths, columns)) + " │"
+            yield f"{style}{line}{_RESET}" if color and style else line
+    yield "└" + "┴".join("─" * (w + 2) for w in widths) + "┘"
+
+
+def _printable(text: str) -> str:
+    """A line of a cell with control characters escaped (``\\n``, ``\\x1b``): a group id or a
+    metadata string cannot break a row or drive the terminal."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def _pad(text: str, width: int, right: bool, cell_len) -> str:
+    pad = " " * (width - cell_len(text))
+    return pad + text if right else text + pad
+
+
+def _fit(widths: list[int], foldable: list[bool], total: int) -> list[int]:
+    """Narrow the widest foldable (text) column, one cell at a time, until the table (borders
+    included) fits ``total`` cells or every foldable column is down to :data:`_FOLD_MIN`; the
+    numbers are never folded."""
+    widths = list(widths)
+    excess = sum(widths) + 3 * len(widths) + 1 - total
+    candidates = [i for i, f in enumerate(foldable) if f]
+    while excess > 0 and candidates:
+        i = max(candidates, key=lambda j: widths[j])
+        if widths[i] <= _FOLD_MIN:
+            break
+        widths[i] -= 1
+        excess -= 1
+    return widths
+
+
+def _fold(text: str, width: int, cell_len) -> list[str]:
+    """``text`` in pieces of at most ``width`` cells."""
+    if cell_len(text) <= width:
+        return [text]
+    pieces, cur, n = [], [], 0
+    for ch in text:
+        w = cell_len(ch)
+        if n + w > width and cur:
+            pieces.append("".join(cur))
+            cur, n = [], 0
+        cur.append(ch)
+        n += w
+    pieces.append("".join(cur))
+    return pieces
