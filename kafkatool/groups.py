@@ -725,8 +725,28 @@ def _record(r, producer: int | None, decode, replay: _Replay, only: str | None, 
         undecodable(Undecodable(path, r.offset, f"record type {rt} ({key.name}) is not replayed"))
 
 
-def groups_of(run: GroupsRun, options: GroupsOptions = GroupsOptions()) -> Iterator[PartitionRead]:
-    """Each chosen partition replayed, in partition order."""
-    for partition, others in run.partitions:
-        yield replay_partition(partition, options, others)
+def groups_of(run: GroupsRun, options: GroupsOptions = GroupsOptions(), *, jobs: int = 1) -> Iterator[PartitionRead]:
+    """Each chosen partition replayed, in partition order. With ``jobs`` > 1 the partitions are
+    replayed in that many processes (each partition is its own coordinator state): the same
+    results, in the same order."""
+    if jobs <= 1 or len(run.partitions) <= 1:
+        for partition, others in run.partitions:
+            yield replay_partition(partition, options, others)
+        return
+    from concurrent.futures import ProcessPoolExecutor
 
+    pool = ProcessPoolExecutor(max_workers=jobs, initializer=_ignore_interrupts)
+    try:
+        futures = [pool.submit(replay_partition, partition, options, others) for partition, others in run.partitions]
+        for f in futures:
+            yield f.result()
+    finally:
+        # on Ctrl-C, or a reader that stopped early: no waiting for partitions nobody will see
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _ignore_interrupts() -> None:
+    """A worker ignores Ctrl-C: the parent reports it once (no traceback per worker)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -822,3 +822,17 @@ def test_table_folds_to_a_width_and_escapes_control_characters(tmp_path) -> None
     assert "".join(narrow).count("orders") >= "".join(wide).count("orders")  # folded, nothing lost
     colored = list(rg.table_lines(reads, color=True))
     assert any(line.startswith("\x1b[31m│ expired") for line in colored)  # Dead in red
+
+
+def test_jobs_give_the_same_output(tmp_path, capsys) -> None:
+    build_lifecycle(tmp_path / "b")
+    build_transactions(tmp_path / "b")
+    build_modern(tmp_path / "b")
+    outs = []
+    for jobs in ("1", "3"):
+        code, out, err = cli(capsys, tmp_path / "b", "--format", "jsonl", "--jobs", jobs)
+        assert code == 0, err
+        objs = jsonl(out)
+        objs[-1].pop("seconds")
+        outs.append(objs)
+    assert outs[0] == outs[1] and len([o for o in outs[0] if o["type"] == "partition"]) == 3

@@ -23,8 +23,10 @@ from kafkatool.cli.main import ExitCode
               help="table: tables of the groups, their members and their committed offsets; jsonl: a "
                    "'partition' object per __consumer_offsets partition replayed, a 'group' object per "
                    "group, and a final summary.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Replay the __consumer_offsets partitions in this many processes (the same output, in the same order).")
 @click.option("--quiet", "-q", is_flag=True, help="No summary and no notes on stderr (errors are still printed).")
-def groups(paths, group, topic, fmt, quiet) -> None:
+def groups(paths, group, topic, fmt, jobs, quiet) -> None:
     """Per consumer group: its type (classic, consumer, share), state, protocol type and
     protocol, generation or epoch, leader and members (member id, group instance id, client
     id, host, session and rebalance timeouts, subscribed topics, assigned partitions decoded
@@ -73,7 +75,7 @@ def groups(paths, group, topic, fmt, quiet) -> None:
         safe_text_stream(out)
     options = GroupsOptions(group=group, topic=topic)
     reads = []
-    for r in groups_of(run, options):
+    for r in groups_of(run, options, jobs=jobs):
         reads.append(r)
         if not quiet:
             for line in render.notes(r):
