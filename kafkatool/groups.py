@@ -4,7 +4,7 @@ What the group coordinator holds after it loads a ``__consumer_offsets`` partiti
 from the segment files alone (a stopped or dead cluster). The replay follows the coordinator's
 own (``GroupCoordinatorShard.replay`` → ``OffsetMetadataManager.replay`` /
 ``replayEndTransactionMarker`` and ``GroupMetadataManager.replay`` in apache/kafka's
-group-coordinator module, Kafka 3.7+ and the only one from 4.0; the classic Scala
+group-coordinator module, the only coordinator from Kafka 4.0; the classic Scala
 ``GroupMetadataManager.doLoadGroupsAndOffsets`` differs in two corner cases: it compares the
 batches' base offsets, not the records', when a COMMIT marker meets a later plain commit, and a
 plain offset tombstone there leaves the pending transactional offsets of its key alone):
