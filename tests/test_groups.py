@@ -836,3 +836,18 @@ def test_jobs_give_the_same_output(tmp_path, capsys) -> None:
         objs[-1].pop("seconds")
         outs.append(objs)
     assert outs[0] == outs[1] and len([o for o in outs[0] if o["type"] == "partition"]) == 3
+
+
+def test_as_a_process(tmp_path) -> None:
+    """The installed entry point: exit status, JSON Lines on stdout, the summary on stderr; a closed pipe is quiet."""
+    import subprocess
+    import sys
+
+    build_lifecycle(tmp_path / "b")
+    run = subprocess.run([sys.executable, "-m", "kafkatool", "groups", "--format", "jsonl", str(tmp_path / "b")],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stderr.startswith("Replayed 1 __consumer_offsets partition")
+    assert groups_by_id(jsonl(run.stdout))["orders"]["generation"] == 2
+    head = subprocess.run(f"{sys.executable} -m kafkatool groups {tmp_path / 'b'} | head -1", shell=True,
+                          capture_output=True, text=True, timeout=120)
+    assert head.stdout == "Groups\n" and "Traceback" not in head.stderr
