@@ -109,7 +109,7 @@ def groups(paths, group, topic, fmt, jobs, quiet) -> None:
                          f"partition(s) read ({_numbers(numbers)}); with the default {DEFAULT_OFFSETS_PARTITIONS} "
                          f"partitions (offsets.topic.num.partitions) its records are in __consumer_offsets-{home}\n")
         sys.exit(ExitCode.FINDINGS)
-    sys.exit(ExitCode.FINDINGS if any(r.failed for r in reads) else ExitCode.OK)
+    sys.exit(ExitCode.FINDINGS if run.unreadable or any(r.failed for r in reads) else ExitCode.OK)
 
 
 def _numbers(numbers: list[int]) -> str:
