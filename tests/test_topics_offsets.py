@@ -445,6 +445,35 @@ def test_versions_beyond_the_tables_read_like_kafka():
     assert d.payload_text is None and not d.fatal
 
 
+
+def test_nested_structs_and_tags_read_as_kafkas_generated_classes_do():
+    """Texts printed by Kafka's own generated classes for these bytes (the KAFKA_ORACLE harness)."""
+    # a nested (inline) struct class's read() refuses a version beyond the message's: the top level clamps, the
+    # TopicMetadata element does not
+    d = decode_offsets(h("0004" + s16("g")), h("0002 02" + TOPIC_ID + cs("t") + "00000001 01 00 00"), 0)
+    assert d.key_text == ("Error at offset 0, skipping. Could not read record with version 2 from value's buffer "
+                          "due to: Can't read version 2 of TopicMetadata.")
+    # with no element nothing nested is read: printed through the clamp rule
+    d = decode_offsets(h("0004" + s16("g")), h("0002 01 00"), 0)
+    assert (d.key_text, d.payload_text) == ('{"type":"4","data":{"groupId":"g"}}',
+                                            '{"version":"2","data":{"topics":[]}}')
+    # a v9 subscription owning a partition: Kafka cannot read it (TopicPartition refuses v9), the base64 stays
+    sub = ("0009 00000001" + s16("t") + "ffffffff 00000001" + s16("t") + "00000001 00000000 00000005" + s16("r1"))
+    d = decode_offsets(h("0002" + s16("g")), _group_value_v3(sub, ASSIGN_V0), 0)
+    assert '"subscription":"AAkAAAABAAF0/////wAAAAEAAXQAAAABAAAAAAAAAAUAAnIx"' in d.payload_text
+    assert decode_consumer_protocol("subscription", h(sub)) is None
+    # a tagged count larger than the data: the first tag that does not fit says why
+    d = decode_offsets(GOLDEN_KEY, h("0004 000000000000002a 00000003 01 0000018bcfe56800 64 01 05 ffffff"), 3)
+    assert d.key_text == ("Error at offset 3, skipping. Could not read record with version 4 from value's buffer "
+                          "due to: Error reading byte array of 5 byte(s): only 3 byte(s) available.")
+    # a known tag's declared size is not used (0x7f here, the value is 7 bytes)
+    d = decode_offsets(h("0005" + s16("g") + s16("m")),
+                       h("0000 00 01 01 01 01 00 ffffffff 00 01 00 7f 01 0000afc8 01 00"), 0)
+    assert d.payload_text == (
+        '{"version":"0","data":{"instanceId":null,"rackId":"","clientId":"","clientHost":"",'
+        '"subscribedTopicNames":[],"subscribedTopicRegex":null,"rebalanceTimeoutMs":-1,"serverAssignor":null,'
+        '"classicMemberMetadata":{"sessionTimeoutMs":45000,"supportedProtocols":[]}}}')
+
 def test_trailing_bytes_are_ignored_as_by_kafka():
     d = decode_offsets(GOLDEN_KEY + b"\x01\x02", GOLDEN_VALUE + b"\xff", 7)
     assert d.key_text == decode_offsets(GOLDEN_KEY, GOLDEN_VALUE, 7).key_text

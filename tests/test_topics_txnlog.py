@@ -218,6 +218,15 @@ def test_unknown_key_version_prints_inline(version):
                         f"unknown::version={version}", False)
 
 
+
+def test_known_tag_size_is_not_used():
+    # PreviousProducerId (tag 0) declared 2 bytes long: Kafka's generated reader reads its 8 regardless
+    v = h("0001 00000000000003e8 0000 00007530 04 01 0000000000000001 0000000000000002 01 00 02 0000000000000007")
+    d = decode(key("tx1"), v, 0)
+    assert d.payload_text == ("producerId:1000,producerEpoch:0,state=CompleteCommit,partitions=[],"
+                              "txnLastUpdateTimestamp=1,txnTimeoutMs=30000")
+    assert d.value.data["PreviousProducerId"] == 7
+
 def test_trailing_bytes_are_ignored():
     d = decode(key("tx1") + b"\x01", value_v0() + b"\x00\x01", 0)
     assert d.error is None and d.payload_text == decode(key("tx1"), value_v0(), 0).payload_text
