@@ -41,6 +41,10 @@ message-less exception its class name, as the JVM's stack trace starts with it):
   value of "org.apache.kafka.coordinator.transaction.generated.TransactionLogValue.
   transactionPartitions()" is null`` (one line).
 
+All texts, fatal messages included, were checked against Kafka's own generated
+TransactionLogKey/Value classes with formatRecordKeyAndValue's logic on a JVM (random valid and
+mutated records: the same text).
+
 ``Decoded.key``/``.value`` carry what was read (also on a fatal error after it, e.g. a
 value with an unknown state id). The JSON trees: ``key_json`` = TransactionLogKey's
 JsonConverter tree (``{"transactionalId": "tx1"}``); ``payload_json`` =
