@@ -55,6 +55,7 @@ JsonConverter tree>}`` with the partitions as printed; None on any error and for
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
 from typing import Iterable
 
 from kafkatool.errors import InvalidRecordError
@@ -92,6 +93,7 @@ def _int32(n: int) -> int:
     return n - 0x100000000 if n & 0x80000000 else n
 
 
+@lru_cache(maxsize=4096)  # topic names repeat from record to record
 def java_string_hash(s: str) -> int:
     """Java's ``String.hashCode()``: over UTF-16 code units, 32-bit signed."""
     h = 0
@@ -119,7 +121,7 @@ def partitions_in_kafka_order(entries: Iterable[tuple[str, list[int]]]) -> list[
     seen: set[tuple[str, int]] = set()
     nodes: list[tuple[int, int, tuple[str, int]]] = []
     for topic, ids in entries:
-        th = java_string_hash(topic)
+        th = java_string_hash(topic) + 961  # TopicPartition.hashCode = 31 * (31 + p) + topic hash
         distinct = list(dict.fromkeys(ids))  # .toSet: an immutable Set; Set1-Set4 keep insertion order
         size = len(distinct)
         target = _table_size_for(int((size + 1) / 0.75))  # addAll's sizeHint(xs.knownSize)
@@ -135,12 +137,13 @@ def partitions_in_kafka_order(entries: Iterable[tuple[str, list[int]]]) -> list[
             if tp in seen:
                 continue
             seen.add(tp)
-            h = _int32(31 * (31 + p) + th)  # TopicPartition.hashCode
-            u = h & 0xFFFFFFFF
-            nodes.append((_int32(u ^ (u >> 16)), len(nodes), tp))  # improveHash
+            h = (31 * p + th) & 0xFFFFFFFF
+            h ^= h >> 16  # improveHash
+            # the bucket's order is by signed hash: flipping the sign bit orders unsigned ints the same way
+            nodes.append((h, h ^ 0x80000000, len(nodes), tp))
     mask = length - 1
-    nodes.sort(key=lambda n: (n[0] & mask, n[0], n[1]))
-    return [n[2] for n in nodes]
+    nodes.sort(key=lambda n: (n[0] & mask, n[1], n[2]))
+    return [n[3] for n in nodes]
 
 
 def _fatal(text: str, key: Message | None = None, value: Message | None = None) -> Decoded:
