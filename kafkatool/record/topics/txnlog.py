@@ -93,7 +93,6 @@ def _int32(n: int) -> int:
     return n - 0x100000000 if n & 0x80000000 else n
 
 
-@lru_cache(maxsize=4096)  # topic names repeat from record to record
 def java_string_hash(s: str) -> int:
     """Java's ``String.hashCode()``: over UTF-16 code units, 32-bit signed."""
     h = 0
@@ -105,6 +104,11 @@ def java_string_hash(s: str) -> int:
         for i in range(0, len(units), 2):
             h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
     return _int32(h)
+
+
+_topic_hash = lru_cache(maxsize=1024)(java_string_hash)
+"""java_string_hash of topic names, which repeat from record to record (only names of a valid
+topic's length, at most 249 characters, are kept: the cache stays small whatever the data)."""
 
 
 def _table_size_for(capacity: int) -> int:
@@ -121,7 +125,8 @@ def partitions_in_kafka_order(entries: Iterable[tuple[str, list[int]]]) -> list[
     seen: set[tuple[str, int]] = set()
     nodes: list[tuple[int, int, tuple[str, int]]] = []
     for topic, ids in entries:
-        th = java_string_hash(topic) + 961  # TopicPartition.hashCode = 31 * (31 + p) + topic hash
+        th = (_topic_hash(topic) if len(topic) <= 249 else java_string_hash(topic)) + 961
+        # (TopicPartition.hashCode = 31 * (31 + p) + the topic's hash)
         distinct = list(dict.fromkeys(ids))  # .toSet: an immutable Set; Set1-Set4 keep insertion order
         size = len(distinct)
         target = _table_size_for(int((size + 1) / 0.75))  # addAll's sizeHint(xs.knownSize)
