@@ -99,14 +99,7 @@ def record_line(
     after the metadata (what Kafka had printed when it stopped)."""
     if decoded is not None:
         # Kafka's prefix: "| " until the metadata is printed, then " " (DumpLogSegments.dumpLog)
-        prefix = "| " if skip_metadata else " "
-        if decoded.fatal:
-            data = f"{prefix}error: {decoded.error}"
-        else:
-            key_text = decoded.key_text
-            data = "" if key_text is None else f"{prefix}key: {key_text}"
-            if decoded.payload_text is not None:
-                data += f" payload: {decoded.payload_text}"
+        data = _decoded_data(decoded, "| " if skip_metadata else " ")
         if skip_metadata:
             return data
     else:
@@ -132,6 +125,19 @@ def record_line(
     if control is not None:
         head += control_suffix(control)
     return head + data
+
+
+def _decoded_data(decoded: Decoded, prefix: str) -> str:
+    """The part of a record line an internal-topic decoder prints: `` key: ...`` and `` payload: ...``,
+    or `` error: <message>`` where kafka-dump-log would have crashed; ``prefix`` is what comes
+    before the first field (``"| "`` when the metadata is skipped, else ``" "``)."""
+    if decoded.fatal:
+        return f"{prefix}error: {decoded.error}"
+    key_text = decoded.key_text
+    data = "" if key_text is None else f"{prefix}key: {key_text}"
+    if decoded.payload_text is not None:
+        data += f" payload: {decoded.payload_text}"
+    return data
 
 
 class TextRenderer:
@@ -192,6 +198,13 @@ class TextRenderer:
         skip = opts.skip_record_metadata
         decoded = item.decoded
         if decoded is not None:  # an internal-topic decoder (data batches only)
+            if b.magic >= 2 and not skip:
+                # the metadata parts from the hot loop, then the decoder's part of each line
+                heads: list[str] = []
+                _fast_v2_lines(b, records, False, self.kd, self.vd, heads.append)
+                for head, dec in zip(heads, decoded):
+                    lines.append(head + _decoded_data(dec, " "))
+                return
             for r, dec in zip(records, decoded):
                 lines.append(
                     record_line(b, r, print_data=True, skip_metadata=skip, key_decoder=self.kd, value_decoder=self.vd, decoded=dec)
