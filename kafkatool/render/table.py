@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import os
 import sys
-import unicodedata
 
 from kafkatool import dump as d
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.record.topics import Decoded
 from kafkatool.render.decoders import DECODERS, get_decoder
 from kafkatool.render.sidefiles import checkpoint_value
-from kafkatool.render.terminal import is_terminal, terminal_width
+from kafkatool.render.terminal import cell_len, fold, is_terminal, terminal_width
 from kafkatool.render.times import iso_time
 from kafkatool.render.text import CODEC_NAMES, control_suffix
 
@@ -85,38 +84,6 @@ def escape(text: str) -> str:
                 e = f"\\x{o:02x}" if o < 0x100 else (f"\\u{o:04x}" if o < 0x10000 else f"\\U{o:08x}")
             out.append(e)
     return "".join(out)
-
-
-def _cell_len(text: str) -> int:
-    """Terminal columns ``text`` takes (East Asian wide characters count 2, combining marks 0)."""
-    if text.isascii():
-        return len(text)
-    n = 0
-    for ch in text:
-        if unicodedata.combining(ch):
-            continue
-        n += 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-    return n
-
-
-def _fold(text: str, width: int) -> list[str]:
-    """``text`` cut into pieces of at most ``width`` columns (at spaces where there are some)."""
-    if text.isascii():
-        if " " in text.strip():
-            import textwrap
-
-            return textwrap.wrap(text, width, replace_whitespace=False, drop_whitespace=True) or [""]
-        return [text[i : i + width] for i in range(0, len(text), width)] or [""]
-    pieces, cur, n = [], [], 0
-    for ch in text:
-        w = _cell_len(ch)
-        if n + w > width and cur:
-            pieces.append("".join(cur))
-            cur, n = [], 0
-        cur.append(ch)
-        n += w
-    pieces.append("".join(cur))
-    return pieces
 
 
 class TableRenderer:
@@ -181,12 +148,12 @@ class TableRenderer:
         need = []
         ascii_columns = True
         for i, col in enumerate(zip(*[r[0] for r in rows])):
-            h = _cell_len(columns[i][0])
+            h = cell_len(columns[i][0])
             if "".join(col).isascii():
                 need.append(max(h, max(map(len, col))))
             else:
                 ascii_columns = False
-                need.append(max(h, max(map(_cell_len, col))))
+                need.append(max(h, max(map(cell_len, col))))
         out: list[str] = []
         widths = self.widths
         if widths is None or any(need[i] > widths[i] for i in range(n)):
@@ -228,7 +195,7 @@ class TableRenderer:
         foldable = [i for i, col in enumerate(self.columns) if col[2]]
         while excess > 0 and foldable:
             i = max(foldable, key=lambda j: widths[j])
-            floor = max(_FOLDABLE_MIN, _cell_len(self.columns[i][0]))
+            floor = max(_FOLDABLE_MIN, cell_len(self.columns[i][0]))
             if widths[i] <= floor:
                 break
             others = sorted((widths[j] for j in foldable if j != i), reverse=True)
@@ -248,14 +215,14 @@ class TableRenderer:
 
     def _wide_row(self, cells: tuple[str, ...], widths: list[int], style: str | None) -> list[str]:
         """A row with wide characters or cells to fold: one or more lines."""
-        folded = [_fold(c, w) if _cell_len(c) > w else [c] for c, w in zip(cells, widths)]
+        folded = [fold(c, w) if cell_len(c) > w else [c] for c, w in zip(cells, widths)]
         height = max(len(f) for f in folded)
         lines = []
         for k in range(height):
             parts = []
             for i, (pieces, w) in enumerate(zip(folded, widths)):
                 piece = pieces[k] if k < len(pieces) else ""
-                pad = " " * (w - _cell_len(piece))
+                pad = " " * (w - cell_len(piece))
                 cell = pad + piece if self.columns[i][1] else piece + pad
                 parts.append(f"{style}{cell}{_RESET}" if self.color and style else cell)
             lines.append("│ " + " │ ".join(parts) + " │")
