@@ -3,8 +3,8 @@
 group of it, then a final ``summary``), Rich tables (groups, members, committed offsets), and the
 lines for standard error (replicas not used, damaged regions, undecodable records, the summary).
 
-Pure functions of the result model; the tables are laid out here (:func:`table_lines`), with
-Rich's cell widths (``rich.cells``) for wide characters. JSON
+Pure functions of the result model; the tables are laid out here (:func:`table_lines`), cells
+measured and folded as ``dump --format table`` does (:mod:`kafkatool.render.terminal`). JSON
 names are camelCase and Kafka's where Kafka has one (``groupId``, ``protocolType``,
 ``generation``, ``leaderEpoch``, ``commitTimestamp``, ``expireTimestamp``, ``memberEpoch``); times
 are epoch milliseconds in JSON, and also ISO 8601 UTC in tables. The schema is in kafkatool-groups(1).
@@ -16,6 +16,7 @@ import json
 from typing import Iterable, Iterator
 
 from kafkatool.groups import CommittedOffset, Group, Member, PartitionRead, TopicPartitions
+from kafkatool.render.terminal import cell_len, fold
 from kafkatool.render.times import iso_time
 
 __all__ = [
@@ -290,8 +291,6 @@ def table_lines(reads: Iterable[PartitionRead], *, width: int | None = None, col
 
 def _table(title: str, columns, rows: list[tuple[list[str], str | None]], width: int | None,
            color: bool) -> Iterator[str]:
-    from rich.cells import cell_len
-
     # a cell is a string (one line) or a list of lines; every line escaped (data can hold anything)
     cells = [[[_printable(c)] if isinstance(c, str) else [_printable(x) for x in c] or [""] for c in row]
              for row, _style in rows]
@@ -301,15 +300,15 @@ def _table(title: str, columns, rows: list[tuple[list[str], str | None]], width:
         widths = _fit(widths, [foldable for _h, _r, foldable in columns], width)
     yield f"{_BOLD}{title}{_RESET}" if color else title
     yield "┏" + "┳".join("━" * (w + 2) for w in widths) + "┓"
-    heads = [_fold(h, w, cell_len) for (h, _r, _f), w in zip(columns, widths)]
+    heads = [fold(h, w) for (h, _r, _f), w in zip(columns, widths)]
     for k in range(max(len(h) for h in heads)):
-        yield "┃ " + " ┃ ".join(_pad(h[k] if k < len(h) else "", w, right, cell_len)
+        yield "┃ " + " ┃ ".join(_pad(h[k] if k < len(h) else "", w, right)
                                  for h, w, (_h, right, _f) in zip(heads, widths, columns)) + " ┃"
     yield "┡" + "╇".join("━" * (w + 2) for w in widths) + "┩"
     for row, (_cells, style) in zip(cells, rows):
-        pieces = [[p for line in cell for p in _fold(line, w, cell_len)] for cell, w in zip(row, widths)]
+        pieces = [[p for line in cell for p in fold(line, w)] for cell, w in zip(row, widths)]
         for k in range(max(len(p) for p in pieces)):
-            line = "│ " + " │ ".join(_pad(p[k] if k < len(p) else "", w, right, cell_len)
+            line = "│ " + " │ ".join(_pad(p[k] if k < len(p) else "", w, right)
                                      for p, w, (_h, right, _f) in zip(pieces, widths, columns)) + " │"
             yield f"{style}{line}{_RESET}" if color and style else line
     yield "└" + "┴".join("─" * (w + 2) for w in widths) + "┘"
@@ -323,7 +322,7 @@ def _printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
-def _pad(text: str, width: int, right: bool, cell_len) -> str:
+def _pad(text: str, width: int, right: bool) -> str:
     pad = " " * (width - cell_len(text))
     return pad + text if right else text + pad
 
@@ -342,19 +341,3 @@ def _fit(widths: list[int], foldable: list[bool], total: int) -> list[int]:
         widths[i] -= 1
         excess -= 1
     return widths
-
-
-def _fold(text: str, width: int, cell_len) -> list[str]:
-    """``text`` in pieces of at most ``width`` cells."""
-    if cell_len(text) <= width:
-        return [text]
-    pieces, cur, n = [], [], 0
-    for ch in text:
-        w = cell_len(ch)
-        if n + w > width and cur:
-            pieces.append("".join(cur))
-            cur, n = [], 0
-        cur.append(ch)
-        n += w
-    pieces.append("".join(cur))
-    return pieces
