@@ -941,3 +941,14 @@ def test_kafka_outputs():
     for kind, hex_value, text in KAFKA_OUTPUTS:
         d = (decode if kind == "M" else remote.decode)(None, bytes.fromhex(hex_value), 0)
         assert d.payload_text == text, (kind, hex_value)
+
+
+def test_frame_error_keeps_the_codec_error():
+    with pytest.raises(FrameError) as info:
+        read_frame(bytes.fromhex("010c00116d657461"))
+    assert info.value.kafka_message == "Failed to deserialize record with type 12"
+    assert isinstance(info.value.cause, InvalidRecordError)
+    assert info.value.cause.kafka_cause == "Error reading byte array of 16 byte(s): only 3 byte(s) available"
+    with pytest.raises(FrameError) as info:
+        read_frame(b"\x02")
+    assert info.value.cause is None

@@ -43,6 +43,7 @@ __all__ = [
     "FrameError",
     "RECORD_TYPES",
     "decode",
+    "payload_tree",
     "read_frame",
     "record_type_name",
 ]
@@ -70,11 +71,14 @@ _FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION
 class FrameError(InvalidRecordError):
     """A value the serde could not read. ``kafka_message`` is the ``getMessage()`` text of the
     exception Kafka throws for it (what kafka-dump-log prints after ``skipping.``);
-    ``position`` the byte of the value where it went wrong."""
+    ``position`` the byte of the value where it went wrong; ``cause``, for a body that does
+    not read, the codec's :class:`~kafkatool.errors.InvalidRecordError` (what exactly is
+    wrong, and its ``kafka_cause``), else None."""
 
-    def __init__(self, kafka_message: str, position: int) -> None:
+    def __init__(self, kafka_message: str, position: int, cause: InvalidRecordError | None = None) -> None:
         super().__init__(kafka_message, position=position)
         self.kafka_message = kafka_message
+        self.cause = cause
 
 
 def record_type_name(api_key: int) -> str | None:
@@ -153,10 +157,8 @@ def _body(value: bytes | memoryview, name: str, api_key: int, version: int, body
     try:
         data, pos = message.decode(name, value, version, pos=body)
     except InvalidRecordError as e:
-        err = FrameError(f"Failed to deserialize record with type {api_key}",
-                         e.position if e.position is not None else body)
-        err.cause = e  # type: ignore[attr-defined]
-        raise err from None
+        raise FrameError(f"Failed to deserialize record with type {api_key}",
+                         e.position if e.position is not None else body, e) from None
     except Exception:  # the codec raises only InvalidRecordError; never let anything escape
         raise FrameError(f"Failed to deserialize record with type {api_key}", body) from None
     if pos != end:
