@@ -948,7 +948,7 @@ def test_frame_error_keeps_the_codec_error():
         read_frame(bytes.fromhex("010c00116d657461"))
     assert info.value.kafka_message == "Failed to deserialize record with type 12"
     assert isinstance(info.value.cause, InvalidRecordError)
-    assert info.value.cause.kafka_cause == "Error reading byte array of 16 byte(s): only 3 byte(s) available"
+    assert info.value.cause.kafka_cause == "Error reading byte array of 16 byte(s): only 4 byte(s) available"
     with pytest.raises(FrameError) as info:
         read_frame(b"\x02")
     assert info.value.cause is None
