@@ -66,6 +66,8 @@ __all__ = [
     "DEFAULT_OFFSETS_PARTITIONS",
     "offsets_partition_of",
     "find_offsets_partitions",
+    "data_partitions",
+    "add_log_ends",
     "log_end_offset",
     "replay_partition",
     "groups_of",
@@ -120,6 +122,14 @@ class CommittedOffset:
     """The offset of the record in ``__consumer_offsets``."""
     producer_id: int | None = None
     """The transactional producer of a TxnOffsetCommit (None for a plain commit)."""
+    log_end_offset: int | None = None
+    """The topic-partition's log end offset when its data partition was read (``--lag``), else None."""
+
+    @property
+    def lag(self) -> int | None:
+        """Records between the committed offset and the log end (negative: the log ends below
+        the committed offset, records the group had consumed are gone); None without a log end."""
+        return None if self.log_end_offset is None else self.log_end_offset - self.offset
 
 
 @dataclass(slots=True)
@@ -279,16 +289,20 @@ def offsets_partition_of(group_id: str, partitions: int = DEFAULT_OFFSETS_PARTIT
 def log_end_offset(partition: Partition) -> int | None:
     """The partition's log end offset: the next offset after its last batch (the last segment
     holding one), the last segment's base offset when no segment holds one; None without
-    segments. Damaged regions are walked around as the replay does."""
+    segments. Each segment is walked from its last ``.index`` entry (checked to start a whole
+    batch; from the start without one), damaged regions walked around as the replay does."""
     segments = partition.segments()
     for seg in reversed(segments):
         last = None
         f = open_log(seg.log_path)
         try:
             size = os.fstat(f.fileno()).st_size
-            for item in batches_and_regions(seg, f.fileno(), 0, size, size):
-                if not isinstance(item, BadRegion):
-                    last = item[0]
+            for start in dict.fromkeys((seg.find_position(_LAST_OFFSET), 0)):
+                for item in batches_and_regions(seg, f.fileno(), start, size, size):
+                    if not isinstance(item, BadRegion):
+                        last = item[0]
+                if last is not None:
+                    break  # (nothing from the index entry on: the whole segment is walked)
         finally:
             f.close()
         if last is not None:
@@ -296,10 +310,43 @@ def log_end_offset(partition: Partition) -> int | None:
     return segments[-1].base_offset if segments else None
 
 
-def find_offsets_partitions(paths: Iterable[str]) -> GroupsRun:
+_LAST_OFFSET = (1 << 63) - 1
+
+
+def data_partitions(paths: Iterable[str]) -> dict[tuple[str, int], list[Partition]]:
+    """The live partition dirs under ``paths`` by ``(topic, partition)`` (every copy), listings only."""
+    out: dict[tuple[str, int], list[Partition]] = {}
+    seen: set[str] = set()
+    for p in iter_partitions(expand(list(paths))):
+        if p.topic is None or p.partition is None or p.state is not None:
+            continue
+        real = os.path.realpath(p.path)
+        if real not in seen:
+            seen.add(real)
+            out.setdefault((p.topic, p.partition), []).append(p)
+    return out
+
+
+def add_log_ends(read: PartitionRead, partitions: dict[tuple[str, int], list[Partition]],
+                 cache: dict[tuple[str, int], int | None]) -> None:
+    """Set each offset's :attr:`CommittedOffset.log_end_offset`: the highest log end offset of the
+    topic-partition's copies in ``partitions`` (:func:`data_partitions`), None when none is there
+    or none can be read. ``cache`` keeps them across partitions."""
+    for g in read.groups:
+        for o in (*g.offsets, *g.pending_offsets):
+            key = (o.topic, o.partition)
+            if key not in cache:
+                ends = [e for e in map(_log_end_or_none, partitions.get(key, ())) if e is not None]
+                cache[key] = max(ends) if ends else None
+            o.log_end_offset = cache[key]
+
+
+def find_offsets_partitions(paths: Iterable[str], *, other_topics: bool = False) -> GroupsRun:
     """The ``__consumer_offsets-N`` dirs under ``paths`` (log dirs, partition dirs, directories of
     log dirs), one copy per partition: the one with the highest log end offset (the first named
-    on a tie), the other copies listed with it."""
+    on a tie), the other copies listed with it. A named path with none is listed in
+    :attr:`GroupsRun.nothing`, unless ``other_topics`` and it holds another topic's partition
+    (data partitions named for their log end offsets)."""
     paths = list(paths)
     targets = expand(paths)
     run = GroupsRun([])
@@ -310,16 +357,18 @@ def find_offsets_partitions(paths: Iterable[str]) -> GroupsRun:
         if t.error is not None and t.is_dir:
             run.unreadable.append(str(t.error))
     for p in iter_partitions(targets):
-        if p.topic != OFFSETS_TOPIC or p.state is not None:
+        if p.state is not None or p.topic != OFFSETS_TOPIC and not other_topics:
+            continue
+        for named in paths:
+            if _is_below(p.path, named):
+                per_named[named] = per_named.get(named, 0) + 1
+        if p.topic != OFFSETS_TOPIC:
             continue
         real = os.path.realpath(p.path)
         if real in seen:  # the same directory reached twice (named twice, or a link): one copy
             continue
         seen.add(real)
         found.setdefault(p.partition, []).append(p)
-        for named in paths:
-            if _is_below(p.path, named):
-                per_named[named] = per_named.get(named, 0) + 1
     for t in targets:
         if t.named and t.error is None and not per_named.get(t.path):
             run.nothing.append(t.path)

@@ -851,3 +851,67 @@ def test_as_a_process(tmp_path) -> None:
     head = subprocess.run(f"{sys.executable} -m kafkatool groups {tmp_path / 'b'} | head -1", shell=True,
                           capture_output=True, text=True, timeout=120)
     assert head.stdout == "Groups\n" and "Traceback" not in head.stderr
+
+
+# ----------------------------------------------------------------------------- --lag
+
+
+def _data_partition(root: Path, topic: str, partition: int, records: int, *, index_batch: int | None = None,
+                    bogus_index: bool = False) -> None:
+    """A data partition of ``records`` one-record batches; with ``index_batch`` an ``.index``
+    whose one entry points at that batch (relative offset, position: spec §8), or a bogus one."""
+    log = td.LogBuilder(timestamp=T0)
+    for i in range(records):
+        log.add([(None, b"v%d" % i)])
+    d = td.partition_dir(root, topic, partition)
+    (seg,) = log.write(d)
+    if index_batch is not None:
+        position = len(b"".join(log.segments[0][1][:index_batch]))
+        entry = (index_batch, position + 3) if bogus_index else (index_batch, position)
+        (d / f"{0:020d}.index").write_bytes(struct.pack(">ii", *entry) + bytes(8 * 9))  # a preallocated tail
+
+
+def test_lag_from_the_data_partitions(tmp_path, capsys) -> None:
+    build_lifecycle(tmp_path / "b1")  # orders: 0 -> 30, 1 -> 25, 2 -> 7
+    _data_partition(tmp_path / "b1", "orders", 0, 20, index_batch=12)  # the log ends below the commit: -10
+    _data_partition(tmp_path / "b1", "orders", 1, 26, index_batch=5, bogus_index=True)
+    _data_partition(tmp_path / "b2", "orders", 1, 40)  # another copy, longer: its end counts
+    code, out, err = cli(capsys, tmp_path / "b1", tmp_path / "b2", "--format", "jsonl", "--lag")
+    assert code == 0, err
+    offs = offsets_of(groups_by_id(jsonl(out))["orders"])
+    assert {k: (v["logEndOffset"], v["lag"]) for k, v in offs.items()} == {
+        ("orders", 0): (20, -10), ("orders", 1): (40, 15), ("orders", 2): (None, None)}
+    code, out, err = cli(capsys, tmp_path / "b1", "--format", "jsonl")
+    offs = offsets_of(groups_by_id(jsonl(out))["orders"])
+    assert offs["orders", 1]["logEndOffset"] is None and offs["orders", 1]["lag"] is None  # not asked
+    code, out, err = cli(capsys, tmp_path / "b1", tmp_path / "b2")  # b2 holds no __consumer_offsets: needs --lag
+    assert code == 2 and f"{tmp_path / 'b2'}: no __consumer_offsets partition found" in err
+    code, out, err = cli(capsys, tmp_path / "b1", tmp_path / "b2", "--lag")
+    assert "┃ log end ┃ lag ┃" in out and "│      20 │ -10 │" in out
+
+
+def test_log_end_offset_walks_from_the_last_index_entry(tmp_path) -> None:
+    from kafkatool.segment.logdir import Partition
+
+    for i, (index_batch, bogus) in enumerate(((None, False), (30, False), (30, True), (49, False))):
+        _data_partition(tmp_path / f"d{i}", "t", 0, 50, index_batch=index_batch, bogus_index=bogus)
+        assert gr.log_end_offset(Partition(str(tmp_path / f"d{i}" / "t-0"))) == 50
+
+
+def test_real_lag_against_kafka_python(capsys) -> None:
+    """GroupA committed 204 on foo-0; foo-0's last record, read by kafka-python, is offset 203."""
+    from kafka.record.memory_records import MemoryRecords
+
+    root = real_fixture("xpxwo100__bullShit/tmp/kafka-logs")
+    last = -1
+    for seg in sorted((root / "foo-0").glob("*.log")):
+        records = MemoryRecords(seg.read_bytes())
+        while records.has_next():
+            batch = records.next_batch()
+            if batch is None:
+                break
+            for r in batch:
+                last = r.offset
+    code, out, err = cli(capsys, root, "--format", "jsonl", "--group", "GroupA", "--lag")
+    o = offsets_of(groups_by_id(jsonl(out))["GroupA"])["foo", 0]
+    assert (o["logEndOffset"], o["lag"]) == (last + 1, last + 1 - 204) == (204, 0)

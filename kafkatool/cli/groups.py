@@ -23,10 +23,13 @@ from kafkatool.cli.main import ExitCode
               help="table: tables of the groups, their members and their committed offsets; jsonl: a "
                    "'partition' object per __consumer_offsets partition replayed, a 'group' object per "
                    "group, and a final summary.")
+@click.option("--lag", is_flag=True,
+              help="Also read the log end offset of each topic-partition with a committed offset, from its partition "
+                   "dirs under PATHS (the highest of its copies), and show the lag: log end minus committed offset.")
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=1, show_default=True,
               help="Replay the __consumer_offsets partitions in this many processes (the same output, in the same order).")
 @click.option("--quiet", "-q", is_flag=True, help="No summary and no notes on stderr (errors are still printed).")
-def groups(paths, group, topic, fmt, jobs, quiet) -> None:
+def groups(paths, group, topic, fmt, lag, jobs, quiet) -> None:
     """Per consumer group: its type (classic, consumer, share), state, protocol type and
     protocol, generation or epoch, leader and members (member id, group instance id, client
     id, host, session and rebalance timeouts, subscribed topics, assigned partitions decoded
@@ -53,6 +56,8 @@ def groups(paths, group, topic, fmt, jobs, quiet) -> None:
     from kafkatool.groups import (
         DEFAULT_OFFSETS_PARTITIONS,
         GroupsOptions,
+        add_log_ends,
+        data_partitions,
         find_offsets_partitions,
         groups_of,
         offsets_partition_of,
@@ -60,7 +65,7 @@ def groups(paths, group, topic, fmt, jobs, quiet) -> None:
     from kafkatool.render import groups as render
 
     started = time.monotonic()
-    run = find_offsets_partitions(paths)
+    run = find_offsets_partitions(paths, other_topics=lag)
     for message in run.unreadable:
         sys.stderr.write(f"kafkatool: error: {message}\n")
     if run.nothing or not run.partitions:
@@ -74,8 +79,12 @@ def groups(paths, group, topic, fmt, jobs, quiet) -> None:
     else:
         safe_text_stream(out)
     options = GroupsOptions(group=group, topic=topic)
+    data = data_partitions(paths) if lag else None
+    log_ends: dict = {}
     reads = []
     for r in groups_of(run, options, jobs=jobs):
+        if data is not None:
+            add_log_ends(r, data, log_ends)
         reads.append(r)
         if not quiet:
             for line in render.notes(r):

@@ -78,6 +78,8 @@ def _offset_object(o: CommittedOffset) -> dict:
         "version": o.version,
         "recordOffset": o.record_offset,
         "producerId": o.producer_id,
+        "logEndOffset": o.log_end_offset,
+        "lag": o.lag,
     }
 
 
@@ -242,12 +244,12 @@ def _member_row(g: Group, m: Member) -> list:
             timeouts, subscribed, [assignment, *extra], epoch]
 
 
-def _offset_row(g: Group, o: CommittedOffset, pending: bool) -> list:
+def _offset_row(g: Group, o: CommittedOffset, pending: bool, lag: bool = False) -> list:
     status = f"pending (producer {o.producer_id})" if pending else (
         "committed" if o.producer_id is None else f"committed (txn, producer {o.producer_id})")
     expire = "-" if o.expire_timestamp is None else _time(o.expire_timestamp)
     return [g.group_id, o.topic, str(o.partition), str(o.offset), str(o.leader_epoch), _time(o.commit_timestamp),
-            expire, o.metadata, status, str(o.record_offset)]
+            expire, o.metadata, status, str(o.record_offset)] + ([_none(o.log_end_offset), _none(o.lag)] if lag else [])
 
 
 # (header, right-justified, may fold to fit a terminal)
@@ -262,6 +264,7 @@ _OFFSET_COLUMNS = (("group", False, True), ("topic", False, True), ("partition",
                    ("offset", True, False), ("leader epoch", True, False), ("commit time (UTC)", False, True),
                    ("expire time (UTC)", False, True), ("metadata", False, True), ("status", False, True),
                    ("record offset", True, False))
+_LAG_COLUMNS = (("log end", True, False), ("lag", True, False))
 _RED, _YELLOW, _BOLD, _RESET = "\x1b[31m", "\x1b[33m", "\x1b[1m", "\x1b[0m"
 _FOLD_MIN = 4
 """A column folded to fit a terminal keeps at least this many cells (its header folds too)."""
@@ -282,11 +285,12 @@ def table_lines(reads: Iterable[PartitionRead], *, width: int | None = None, col
     rows = [(_member_row(g, m), None) for g in groups for m in g.members]
     if rows:
         yield from _table("Members", _MEMBER_COLUMNS, rows, width, color)
-    rows = [(_offset_row(g, o, False), None) for g in groups for o in g.offsets]
-    rows += [(_offset_row(g, o, True), _YELLOW) for g in groups for o in g.pending_offsets]
+    lag = any(o.log_end_offset is not None for g in groups for o in (*g.offsets, *g.pending_offsets))
+    rows = [(_offset_row(g, o, False, lag), None) for g in groups for o in g.offsets]
+    rows += [(_offset_row(g, o, True, lag), _YELLOW) for g in groups for o in g.pending_offsets]
     if rows:
         rows.sort(key=lambda r: (r[0][0], r[1] is not None))  # by group (stable: its offsets in order), pending last
-        yield from _table("Committed offsets", _OFFSET_COLUMNS, rows, width, color)
+        yield from _table("Committed offsets", _OFFSET_COLUMNS + (_LAG_COLUMNS if lag else ()), rows, width, color)
 
 
 def _table(title: str, columns, rows: list[tuple[list[str], str | None]], width: int | None,
