@@ -11,7 +11,12 @@ Where the expected values come from:
 * the real broker files (``../shared/fixtures-real``, skipped when absent): every
   ``__consumer_offsets`` record read by kafka-python's ``MemoryRecords`` and decoded by the small
   ``struct`` reader of spec §14.1 in this file (not kafkatool's codec), then compacted by hand
-  (latest value per key, tombstones delete), and a few values read by eye from the files.
+  (latest value per key, tombstones delete); the members' consumer-protocol bytes decoded by
+  aiokafka's ``ConsumerProtocol`` classes; a data partition's log end read by kafka-python; the
+  brokers' own placement of each group (its partition is ``abs(hashCode) % 50``, the hash values
+  checked with a JVM); a few values read by eye from the files;
+* properties: the committed offsets equal a dict fed in order, the compacted log replays the
+  same (hypothesis); random corruptions are reported, never raised.
 """
 
 from __future__ import annotations
