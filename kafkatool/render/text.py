@@ -12,7 +12,7 @@ from typing import Callable
 
 from kafkatool import dump as d
 from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record, increment_sequence
-from kafkatool.record.compression import codec_name
+from kafkatool.record.compression import codec_name, decompress
 from kafkatool.record.control import control_type_name, kafka_json
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
@@ -34,10 +34,20 @@ _TS = TIMESTAMP_TYPE_NAMES
 
 _string_decoder = DECODERS["string"]
 
-# The whole text of an uncompressed v2 data batch (batch line and record lines, string
-# decoders) in one compiled call; None for anything else, which then goes through the model
-# items and the functions below. None under KAFKATOOL_PURE=1 or without the extension.
-(_format_v2_text,) = _compiled("format_v2_text")
+# The whole text of a v2 data batch (batch line and record lines, string decoders) in one
+# compiled call, compressed batches included; None for anything else, which then goes through
+# the model items and the functions below. None under KAFKATOOL_PURE=1 or without the extension.
+(_v2_text_formatter,) = _compiled("v2_text_formatter")
+
+#: The most a compressed batch may decompress to on the compiled path (memory per batch);
+#: larger ones take the streaming Python path.
+_TEXT_DECOMPRESS_LIMIT = 8 << 20
+
+
+def _decompress_records(codec: int, payload, limit: int) -> bytes:
+    """A compressed batch's records section for the compiled text (raises as the streaming path would)."""
+    return decompress(codec, payload, max_output=limit)
+
 
 _V2_LINE = (
     "baseOffset: %d lastOffset: %d count: %d baseSequence: %d lastSequence: %d producerId: %d"
@@ -151,8 +161,9 @@ class TextRenderer:
         #: what this renderer would (a deep dump with record metadata and the string
         #: decoders, no internal-topic decoder), else None.
         self.batch_text: d.BatchText | None = (
-            _format_v2_text
-            if opts.deep
+            _v2_text_formatter(_decompress_records, min(opts.max_decompressed, _TEXT_DECOMPRESS_LIMIT))
+            if _v2_text_formatter is not None
+            and opts.deep
             and not opts.skip_record_metadata
             and opts.decoder is None
             and self.kd is _string_decoder
