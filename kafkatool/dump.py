@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator, NamedTuple
 
 from kafkatool.errors import InvalidRecordError, KafkaToolError
+from kafkatool.record import topics
 from kafkatool.record.batch import Batch, Record
 from kafkatool.record.compression import DEFAULT_MAX_DECOMPRESSED
 from kafkatool.record.control import (
@@ -27,7 +28,6 @@ from kafkatool.record.control import (
     decode_kraft_control,
 )
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, INT32_MAX, LEGACY, V2
-from kafkatool.record import topics
 from kafkatool.record.records import batch_record_chunks
 from kafkatool.record.topics import Decoded
 from kafkatool.segment import checkpoint as ckpt
@@ -456,6 +456,11 @@ def iter_dump(
     filtered: when it returns ``(text, first, last)`` the batch goes out in a
     :class:`Rendered` item instead of a :class:`BatchItem`, and only ``first``/``last``
     enter the non-consecutive check; when it returns None the batch takes the usual path.
+
+    With ``opts.decoder`` (an internal-topic decoder, which implies a deep dump and no
+    ``batch_text``), each record of a data batch is decoded and its :class:`Decoded` goes
+    out with it (:attr:`BatchItem.decoded`); after a file where some did not decode, a
+    :class:`DecodeFailures` item (before the file's :class:`FileError`, if it has one).
     """
     state = _RunState(opts, batch_text, topics.decoder(opts.decoder) if opts.decoder is not None else None)
     for path in targets:
