@@ -194,7 +194,8 @@ def test_the_generator_reaches_both_outcomes():
     """The property above is not vacuous: plenty of batches take the compiled path, plenty fall back."""
     seen = {"fast": 0, "fallback": 0, "compressed fast": 0}
 
-    @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    # derandomized: the same examples every run (the counts below are about the generator, not luck)
+    @settings(max_examples=300, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
     @given(batches(), st.booleans())
     def probe(data, print_data):
         seen[check_one(data, print_data)] += 1
