@@ -50,6 +50,7 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.record.control import ControlType, decode_control_key
 from kafkatool.record.records import batch_record_chunks
 from kafkatool.segment.logdir import BadRegion, Partition, batches_and_regions, expand, iter_partitions, open_log
+from kafkatool.stats import Problem
 
 __all__ = [
     "OFFSETS_TOPIC",
@@ -190,18 +191,6 @@ class Group:
     """The offset of the last group record applied (GroupMetadata or a new-protocol record)."""
     deleted_at: int | None = None
     """The offset of the tombstone that removed the group's metadata, if it was removed."""
-
-
-class Problem(NamedTuple):
-    """A damaged region or batch: the ``.log``, the byte position, verify's finding kind and words."""
-
-    file: str
-    position: int
-    kind: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.file}:{self.position}: {self.kind}: {self.message}"
 
 
 class Undecodable(NamedTuple):
@@ -685,7 +674,7 @@ def replay_partition(partition: Partition, options: GroupsOptions = GroupsOption
     try:
         segments = partition.segments()
     except KafkaToolError as e:  # the directory cannot be listed
-        problem(Problem(partition.path, 0, "unreadable", e.message))
+        problem(Problem(partition.path, 0, e.message, "unreadable"))
         segments = []
     read.segments = len(segments)
     for seg in segments:
@@ -693,26 +682,28 @@ def replay_partition(partition: Partition, options: GroupsOptions = GroupsOption
         try:
             f = open_log(path)
         except KafkaToolError as e:
-            problem(Problem(path, 0, e.kind or "unreadable", e.message))
+            problem(Problem(path, 0, e.message, e.kind or "unreadable"))
             continue
         try:
             size = os.fstat(f.fileno()).st_size
             for item in batches_and_regions(seg, f.fileno(), 0, size, size):
                 if isinstance(item, BadRegion):
-                    problem(Problem(path, item.start, item.kind,
-                                    f"{item.message} ({item.end - item.start} bytes not read)"))
+                    problem(Problem(path, item.start, f"{item.message} ({item.end - item.start} bytes not read)",
+                                    item.kind))
                     continue
                 batch, data = item
                 log_end = batch.next_offset
                 read.batches += 1
                 if batch.crc != batch.computed_crc:
-                    problem(Problem(path, batch.position, "crc_mismatch",
+                    problem(Problem(path, batch.position,
                                     f"the batch's bytes do not match its CRC (stored crc {batch.crc}, computed crc "
-                                    f"{batch.computed_crc}; the batch spans {batch.size} bytes): not replayed"))
+                                    f"{batch.computed_crc}; the batch spans {batch.size} bytes): not replayed",
+                                    "crc_mismatch"))
                     continue
                 if data is None:
-                    problem(Problem(path, batch.position, "decompressed_too_large",
-                                    f"a batch of {batch.size} bytes is too large to decode in memory: not replayed"))
+                    problem(Problem(path, batch.position,
+                                    f"a batch of {batch.size} bytes is too large to decode in memory: not replayed",
+                                    "decompressed_too_large"))
                     continue
                 try:
                     if batch.is_control:
@@ -726,11 +717,11 @@ def replay_partition(partition: Partition, options: GroupsOptions = GroupsOption
                 except KafkaToolError as e:
                     e = e.at(path, batch.position)
                     problem(Problem(path, e.position if e.position is not None else batch.position,
-                                    e.kind or "invalid_record", f"{e.message}: the rest of the batch is not replayed"))
+                                    f"{e.message}: the rest of the batch is not replayed", e.kind or "invalid_record"))
         except (KafkaToolError, OSError) as e:  # not the bytes: the file could not be read on
             message = e.message if isinstance(e, KafkaToolError) else f"cannot read the file: {e.strerror or e}"
-            problem(Problem(path, getattr(e, "position", None) or 0, "unreadable",
-                            f"{message}: the rest of the segment is not replayed"))
+            problem(Problem(path, getattr(e, "position", None) or 0,
+                            f"{message}: the rest of the segment is not replayed", "unreadable"))
         finally:
             f.close()
     if log_end is None and segments:

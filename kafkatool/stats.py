@@ -115,8 +115,16 @@ class Problem:
     """What went wrong, as data (the error's kind: ``corrupt_batch``, ``crc_mismatch``, ``checkpoint``, ...)."""
 
     def __str__(self) -> str:
-        where = self.file if self.position is None else f"{self.file}:{self.position}"
-        return f"{where}: {self.message}"
+        return f"{self.where}: {self.message}"
+
+    @property
+    def where(self) -> str:
+        """``file:position`` (``file`` when the position is unknown)."""
+        return self.file if self.position is None else f"{self.file}:{self.position}"
+
+    def verify_line(self) -> str:
+        """``file:position: kind: message``, as ``kafkatool verify`` words a finding."""
+        return f"{self.where}: {self.kind}: {self.message}"
 
 
 @dataclass(frozen=True, slots=True)

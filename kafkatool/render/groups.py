@@ -163,7 +163,7 @@ def notes(r: PartitionRead) -> list[str]:
 
 def error_lines(r: PartitionRead) -> list[str]:
     """``kafkatool: error: ...`` lines: damaged regions and batches, records that could not be decoded."""
-    out = [f"kafkatool: error: {p}" for p in r.problems]
+    out = [f"kafkatool: error: {p.verify_line()}" for p in r.problems]
     if r.problems_not_listed:
         out.append(f"kafkatool: error: {r.path}: and {_plural(r.problems_not_listed, 'more damaged region')}")
     out += [f"kafkatool: error: {u}" for u in r.undecodable]

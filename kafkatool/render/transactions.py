@@ -250,7 +250,7 @@ def replica_lines(r: TransactionsReport) -> list[str]:
 
 def problem_lines(r: TransactionsReport) -> list[str]:
     """Each problem as ``file:position: kind: message`` (``kafkatool verify``'s lines)."""
-    return [f"{p.file if p.position is None else f'{p.file}:{p.position}'}: {p.kind}: {p.message}" for p in r.problems]
+    return [p.verify_line() for p in r.problems]
 
 
 def command_lines(r: TransactionsReport) -> list[str]:
