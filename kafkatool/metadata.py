@@ -283,6 +283,19 @@ class MetadataOptions:
 # ----------------------------------------------------------------------------- applying records
 
 
+def _set_or_remove(table: dict, owner: object, name: str, value: object, remove: bool) -> None:
+    """``table[owner][name] = value``, or remove ``name`` (and ``owner`` once it has none left):
+    how a config or a client quota is set and deleted."""
+    if remove:
+        entries = table.get(owner)
+        if entries is not None:
+            entries.pop(name, None)
+            if not entries:
+                del table[owner]
+    else:
+        table.setdefault(owner, {})[name] = value
+
+
 class _Applier:
     """Applies decoded metadata records to a :class:`ClusterState` as the image deltas do, with
     metadata transactions buffered until their End."""
@@ -518,15 +531,8 @@ class _Applier:
     # -- configs, features and the rest
 
     def _config(self, d: dict, offset: int) -> None:
-        key = (d["ResourceType"], d["ResourceName"])
-        if d["Value"] is None:
-            configs = self.state.configs.get(key)
-            if configs is not None:
-                configs.pop(d["Name"], None)
-                if not configs:
-                    del self.state.configs[key]
-        else:
-            self.state.configs.setdefault(key, {})[d["Name"]] = d["Value"]
+        _set_or_remove(self.state.configs, (d["ResourceType"], d["ResourceName"]), d["Name"], d["Value"],
+                       d["Value"] is None)
 
     def _feature(self, d: dict, offset: int) -> None:
         if d["FeatureLevel"] == 0:
@@ -541,14 +547,7 @@ class _Applier:
     def _quota(self, d: dict, offset: int) -> None:
         entity = tuple(sorted(((e["EntityType"], e["EntityName"]) for e in d["Entity"]),
                               key=lambda kv: (kv[0], kv[1] is not None, kv[1] or "")))
-        if d["Remove"]:
-            quotas = self.state.quotas.get(entity)
-            if quotas is not None:
-                quotas.pop(d["Key"], None)
-                if not quotas:
-                    del self.state.quotas[entity]
-        else:
-            self.state.quotas.setdefault(entity, {})[d["Key"]] = d["Value"]
+        _set_or_remove(self.state.quotas, entity, d["Key"], d["Value"], d["Remove"])
 
     def _scram(self, d: dict, offset: int) -> None:
         self.state.scram[(d["Name"], d["Mechanism"])] = d["Iterations"]
