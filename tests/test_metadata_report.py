@@ -714,3 +714,17 @@ def test_replay_speed(tmp_path: Path) -> None:
     dt = time.perf_counter() - t
     print(f"\nreplayed {r.records} records in {dt:.2f} s: {r.records / dt:,.0f} records/s")
     assert r.records == 1 + 1000 + 1_000_000 and r.problems == []
+
+
+def test_a_resource_whose_last_config_is_deleted_is_gone(tmp_path: Path) -> None:
+    """ConfigurationsDelta drops a resource's image once its last config is deleted (an empty one is not kept)."""
+    m = MetaLog()
+    m.rec("ConfigRecord", {"ResourceType": 4, "ResourceName": "1", "Name": "log.cleaner.threads", "Value": "2"})
+    m.rec("ConfigRecord", {"ResourceType": 4, "ResourceName": "1", "Name": "num.io.threads", "Value": "16"})
+    m.rec("ConfigRecord", {"ResourceType": 4, "ResourceName": "1", "Name": "log.cleaner.threads", "Value": None})
+    m.rec("ConfigRecord", {"ResourceType": 2, "ResourceName": "gone", "Name": "retention.ms", "Value": "1"})
+    m.rec("ConfigRecord", {"ResourceType": 2, "ResourceName": "gone", "Name": "retention.ms", "Value": None})
+    m.write(tmp_path / "__cluster_metadata-0")
+    r = replay(str(tmp_path))
+    assert r.problems == []
+    assert r.state.configs == {(4, "1"): {"num.io.threads": "16"}}
