@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -689,31 +688,6 @@ def test_real_single_node_log() -> None:
         "payment-create-request": "v8JUoU12Rauv3D90NxhOKA", "__consumer_offsets": "8kxbPVz3SZmX1PRku-RYPQ",
         "delivery-create-request": "TH8lAlj8SDOOGacFAYFcKA"}
     assert sorted(r.state.brokers) == [1] and (r.state.leader_id, r.state.leader_epoch) == (1, 4)
-
-
-# ----------------------------------------------------------------------------- speed
-
-
-@pytest.mark.skipif(not os.environ.get("KAFKATOOL_BENCH"), reason="set KAFKATOOL_BENCH=1 to measure")
-def test_replay_speed(tmp_path: Path) -> None:
-    """1 M metadata records (partition changes of 1000 partitions, 100 records a batch)."""
-    m = MetaLog()
-    m.rec("TopicRecord", {"Name": "big", "TopicId": ORDERS})
-    for b in range(10):
-        m.batch(*[partition(ORDERS, b * 100 + i, [1, 2, 3], 1) for i in range(100)])
-    changes = [frame("PartitionChangeRecord", {"PartitionId": i % 1000, "TopicId": ORDERS, "Leader": 1 + i % 3,
-                                               "Isr": [1, 2, 3]}) for i in range(1000)]
-    for k in range(10_000):
-        m.batch(*changes[(k % 10) * 100:(k % 10) * 100 + 100])
-        if k % 2000 == 1999:
-            m.roll()
-    root = tmp_path / "big"
-    m.write(root / "__cluster_metadata-0")
-    t = time.perf_counter()
-    r = replay(str(root))
-    dt = time.perf_counter() - t
-    print(f"\nreplayed {r.records} records in {dt:.2f} s: {r.records / dt:,.0f} records/s")
-    assert r.records == 1 + 1000 + 1_000_000 and r.problems == []
 
 
 def test_a_resource_whose_last_config_is_deleted_is_gone(tmp_path: Path) -> None:
