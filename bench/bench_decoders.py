@@ -64,6 +64,7 @@ from kafkatool.record import message
 from kafkatool.record.crc import crc32c
 from kafkatool.record.schemas import MESSAGES
 from kafkatool.record.v2 import RecordSpec, encode_batch
+from kafkatool.record.varint import encode_uvarint
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -190,17 +191,8 @@ def offsets_templates(seed: int) -> list[tuple[bytes, int, int]]:
 
 def _frame(name: str, value: dict, version: int) -> bytes:
     """Spec §14.3: uvarint frame version (1), apiKey, version, then the message."""
-    head = bytes([1]) + _uvarint(MESSAGES[name]["apiKey"]) + _uvarint(version)
+    head = bytes([1]) + encode_uvarint(MESSAGES[name]["apiKey"]) + encode_uvarint(version)
     return head + message.encode(name, value, version)
-
-
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def _metadata_record(rng: random.Random, topics: list[tuple[str, str, int]], brokers: int) -> bytes:
