@@ -265,9 +265,14 @@ class MetadataReport:
     seconds: float = 0.0
 
     @property
-    def node_id(self) -> str | None:
+    def node_id(self) -> int | None:
+        """``node.id`` (``broker.id`` in older files) of ``meta.properties``: None when absent or not a number."""
         mp = self.meta_properties or {}
-        return mp.get("node.id") or mp.get("broker.id")
+        text = mp.get("node.id") or mp.get("broker.id")
+        try:
+            return int(text) if text is not None else None
+        except ValueError:
+            return None
 
     @property
     def cluster_id(self) -> str | None:

@@ -271,7 +271,7 @@ def test_cli_jsonl_and_no_secrets(logdir: Path) -> None:
         assert secret not in res.stdout
     cluster = lines[1]
     assert (cluster["clusterId"], cluster["nodeId"], cluster["metadataVersion"], cluster["metadataVersionName"]) == \
-        ("Q2x1c3Rlci1JZC0xMjM0NQ", "3000", 19, "3.7-IV4")
+        ("Q2x1c3Rlci1JZC0xMjM0NQ", 3000, 19, "3.7-IV4")
     replay_obj = lines[0]
     assert replay_obj["openTransaction"] == {"name": "open", "offset": 39, "records": 1}
     assert any("high watermark is unknown" in n for n in replay_obj["notes"])
@@ -589,7 +589,7 @@ def test_not_a_metadata_log_dir_is_usage_error(tmp_path: Path) -> None:
 
 def test_partition_dir_itself_is_accepted(logdir: Path) -> None:
     r = replay(str(logdir / "__cluster_metadata-0"))
-    assert r.node_id == "3000" and r.last_offset == 40
+    assert r.node_id == 3000 and r.last_offset == 40
 
 
 # ----------------------------------------------------------------------------- the man page
@@ -627,7 +627,7 @@ def test_real_kafka3_snapshot_and_log(tmp_path: Path) -> None:
     assert r.problems == []
     assert r.snapshot is not None and (r.snapshot.end_offset, r.snapshot.epoch) == (28870, 189)
     assert (r.last_offset, r.last_epoch, r.records) == (30636, 189, 30637 - 28870)
-    assert (r.node_id, r.cluster_id) == ("3", "EpwKlK0lR6qKZW0cGwZz8w")
+    assert (r.node_id, r.cluster_id) == (3, "EpwKlK0lR6qKZW0cGwZz8w")
     s = r.state
     # from the TOPIC_RECORDs of the raw log (kafka-dump-log --cluster-metadata-decoder)
     assert {t.name: t.id for t in s.topics.values()} == {
