@@ -4,7 +4,7 @@ against the floor of reading the same bytes, at two sizes (memory must stay flat
 Usage::
 
     python bench/bench_reports.py --quick      # small log dirs, 1 run: a smoke check (~1 min)
-    python bench/bench_reports.py              # full sizes, best of 3 (~10 min)
+    python bench/bench_reports.py              # full sizes, best of 3 (~5 min, + ~40 s to generate the data once)
     python bench/bench_reports.py --reports groups,metadata --runs 5 --sizes large
 
 No other tool makes these reports, so each is measured against kafkatool's own readers of
@@ -15,6 +15,9 @@ the same log dir in the same run (see ``bench/README-reports.md``):
   ``groups``/``metadata`` (every record read and decoded by the same internal-topic decoder,
   printed as kafka-dump-log's text to /dev/null). ``transactions`` reads only batch headers
   and markers of data partitions (and decodes ``__transaction_state``), so ``stats`` is its floor.
+
+Each report runs with ``--format table`` and ``--format jsonl``; ``groups`` also with ``--group`` (one
+group of 300).
 
 The log dirs are generated once with kafkatool's encoders (``tests/topicdata.py``'s builders of
 coordinator records, ``kafkatool.record.v2.encode_batch``, ``kafkatool.record.control``; the
@@ -441,6 +444,7 @@ def commands(report: str, meta: dict) -> dict[str, list[str]]:
     """The timed commands on one log dir: the report (table, jsonl) and its floors."""
     if report == "groups":
         return {"groups table": ["groups", "-q"], "groups jsonl": ["groups", "-q", "--format", "jsonl"],
+                "groups --group (1 of 300)": ["groups", "-q", "--format", "jsonl", "--group", "group-0001"],
                 "stats": ["stats", "-q"], "dump --offsets-decoder": ["dump", "--offsets-decoder"]}
     if report == "transactions":
         now = ["--now", str(meta["now"])]
