@@ -899,11 +899,12 @@ def _is_log_dir(t: Target) -> bool:
 
 def _is_partition(t: Target) -> bool:
     """A directory holding segment files, or named ``<topic>-<partition>`` and not a log dir (a log
-    dir named ``data-1`` or ``kafka-logs-2``, as JBOD setups name them, is searched instead) that
+    dir named ``data-1`` or ``kafka-logs-2``, as JBOD setups name them, or one holding partition
+    dirs without ``meta.properties``, is searched instead) that
     was named on the command line or sits in a log dir: ``/etc/dbus-1`` is no partition."""
     if t.holds_segments:
         return True
-    if t.partition_dir is None or _is_log_dir(t):
+    if t.partition_dir is None or _is_log_dir(t) or t.holds_partition_dirs:
         return False
     return t.named or (t.parent is not None and _is_log_dir(t.parent))
 

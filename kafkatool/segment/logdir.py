@@ -1082,13 +1082,25 @@ class Target:
     """A directory holding ``meta.properties``: every broker writes one in each log dir at start."""
     holds_segments: bool = False
     """A directory holding a segment file (:func:`holds_segment_files`)."""
+    holds_partition_dirs: bool = False
+    """A directory holding subdirectories named like partition dirs: a log dir (or a copy of some of
+    its partitions), whatever its own name says (Kafka never puts a directory in a partition dir)."""
 
     @classmethod
     def of_dir(cls, path: str, named: bool, entries: tuple[Entry, ...], parent: "Target | None" = None) -> "Target":
         """The target of a directory listed (what it holds computed once, not per question)."""
         return cls(path, named, EntryType.DIR, entries, None, parent,
                    is_log_dir=any(e.name == names.META_PROPERTIES for e in entries),
-                   holds_segments=holds_segment_files(entries))
+                   holds_segments=holds_segment_files(entries),
+                   holds_partition_dirs=any(e.is_dir and e.partition_dir is not None for e in entries))
+
+    @property
+    def is_partition(self) -> bool:
+        """A listed directory read as a partition: it holds segment files, or it is named
+        ``<topic>-<partition>`` and holds no partition dirs (``kafka-logs-1`` holding ``orders-0``
+        is a log dir, not partition 1 of "kafka-logs")."""
+        return self.error is None and self.is_dir and (
+            self.holds_segments or (self.partition_dir is not None and not self.holds_partition_dirs))
 
     @property
     def is_dir(self) -> bool:
@@ -1194,5 +1206,5 @@ def expand(paths: Iterable[str], *, descend: Descend = descend_all) -> list[Targ
 def iter_partitions(targets: Iterable[Target]) -> Iterator[Partition]:
     """The partition dirs among ``targets``: directories holding segment files or named ``<topic>-<partition>``."""
     for t in targets:
-        if t.is_dir and t.error is None and (t.holds_segments or t.partition_dir is not None):
+        if t.is_partition:
             yield t.partition()

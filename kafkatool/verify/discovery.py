@@ -56,8 +56,10 @@ _SEGMENT_SUFFIXES = (names.LOG_SUFFIX, names.INDEX_SUFFIX, names.TIME_INDEX_SUFF
 
 
 def _is_partition(t: Found) -> bool:
-    """Whether the directory ``t`` is checked as a partition: named like one, or holding segment files."""
-    return t.partition_dir is not None or any(names.file_suffix(e.name) in _SEGMENT_SUFFIXES for e in t.entries)
+    """Whether the directory ``t`` is checked as a partition: holding segment files, or named like
+    one and holding no partition dirs (``kafka-logs-1`` holding ``orders-0`` is a log dir)."""
+    return (t.partition_dir is not None and not t.holds_partition_dirs) or any(
+        names.file_suffix(e.name) in _SEGMENT_SUFFIXES for e in t.entries)
 
 
 def _descender():
