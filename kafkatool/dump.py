@@ -442,7 +442,7 @@ def _log_dirs_under(p: str) -> list[str]:
     return [
         t.path
         for t in expand([p], descend=lambda t, _e: t.named)[1:]
-        if t.error is None and (t.is_log_dir or any(e.is_dir and e.partition_dir is not None for e in t.entries))
+        if t.error is None and (t.is_log_dir or t.holds_partition_dirs)
     ]
 
 
