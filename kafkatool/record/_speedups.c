@@ -219,6 +219,26 @@ varlong_at(const uint8_t *buf, Py_ssize_t *pi, Py_ssize_t limit, int64_t *out)
     return 0;
 }
 
+/* varint_at / varlong_at with the one-byte case first, inline; the caller has checked that
+ * buf[*pi] is in the buffer (not necessarily before limit: decode_records' one-byte reads). */
+REC_INLINE int
+varint_fast(const uint8_t *buf, Py_ssize_t *pi, Py_ssize_t limit, int32_t *out)
+{
+    if (buf[*pi] >= 0x80)
+        return varint_at(buf, pi, limit, out);
+    *out = zigzag32(buf[(*pi)++]);
+    return 0;
+}
+
+REC_INLINE int
+varlong_fast(const uint8_t *buf, Py_ssize_t *pi, Py_ssize_t limit, int64_t *out)
+{
+    if (buf[*pi] >= 0x80)
+        return varlong_at(buf, pi, limit, out);
+    *out = zigzag64(buf[(*pi)++]);
+    return 0;
+}
+
 /* ------------------------------------------------------------------ one record
  *
  * THE parser of one v2 record (spec §4.2), shared by decode() (tuples), decode_columns_v2()
@@ -253,7 +273,6 @@ struct rec {
 REC_INLINE int
 rec_frame(const uint8_t *buf, Py_ssize_t i, Py_ssize_t end, struct rec *r)
 {
-    uint8_t b;
     int s;
 
     r->start = i;
@@ -261,12 +280,7 @@ rec_frame(const uint8_t *buf, Py_ssize_t i, Py_ssize_t end, struct rec *r)
         r->err_pos = i;
         return REC_EOF;
     }
-    b = buf[i];
-    if (b < 0x80) {
-        r->length = zigzag32(b);
-        i++;
-    }
-    else if ((s = varint_at(buf, &i, end, &r->length)) != 0) {
+    if ((s = varint_fast(buf, &i, end, &r->length)) != 0) {
         r->err_pos = i;
         return s;
     }
@@ -287,26 +301,17 @@ rec_frame(const uint8_t *buf, Py_ssize_t i, Py_ssize_t end, struct rec *r)
     do {                                                                      \
         if (i >= buflen)                                                      \
             return REC_INDEX;                                                 \
-        b = buf[i];                                                           \
-        if (b < 0x80) {                                                       \
-            (dst) = zigzag32(b);                                              \
-            i++;                                                              \
-        }                                                                     \
-        else if ((s = varint_at(buf, &i, body_end, &(dst))) != 0) {           \
+        if ((s = varint_fast(buf, &i, body_end, &(dst))) != 0) {              \
             r->err_pos = i;                                                   \
             return s;                                                         \
         }                                                                     \
     } while (0)
 
-/* A header's varint: bounded by the record end, one-byte or not (Python's _slow_varint; the
- * one-byte test here is what varint_at would find, only quicker). */
+/* A header's varint: bounded by the record end, one-byte or not (Python's _slow_varint). */
 #define REC_HVARINT(dst)                                                      \
     do {                                                                      \
-        if (i < body_end && buf[i] < 0x80) {                                  \
-            (dst) = zigzag32(buf[i]);                                         \
-            i++;                                                              \
-        }                                                                     \
-        else if ((s = varint_at(buf, &i, body_end, &(dst))) != 0) {           \
+        s = i < body_end ? varint_fast(buf, &i, body_end, &(dst)) : REC_VARINT_SHORT; \
+        if (s != 0) {                                                         \
             r->err_pos = i;                                                   \
             return s;                                                         \
         }                                                                     \
@@ -325,7 +330,6 @@ REC_INLINE int
 rec_fields(const uint8_t *buf, Py_ssize_t buflen, struct rec *r)
 {
     Py_ssize_t i = r->body_start, body_end = r->body_end;
-    uint8_t b;
     int s;
 
     if (r->length < 6)
@@ -333,12 +337,7 @@ rec_fields(const uint8_t *buf, Py_ssize_t buflen, struct rec *r)
 
     /* --- attributes and timestampDelta: in bounds since length >= 6 */
     r->attrs = buf[i++];
-    b = buf[i];
-    if (b < 0x80) {
-        r->tsd = zigzag64(b);
-        i++;
-    }
-    else if ((s = varlong_at(buf, &i, body_end, &r->tsd)) != 0) {
+    if ((s = varlong_fast(buf, &i, body_end, &r->tsd)) != 0) {
         r->err_pos = i;
         return s;
     }
@@ -369,7 +368,6 @@ rec_headers(const uint8_t *buf, Py_ssize_t buflen, struct rec *r)
 {
     Py_ssize_t i = r->headers, body_end = r->body_end;
     int32_t h, hc;
-    uint8_t b;
     int s;
 
     /* --- headers: count, then each key (not null) and value */
@@ -432,16 +430,10 @@ rec_header(const uint8_t *buf, Py_ssize_t *pi, Py_ssize_t body_end, Py_ssize_t *
            Py_ssize_t *vo, int32_t *vl)
 {
     Py_ssize_t i = *pi;
-    if (buf[i] < 0x80)
-        *kl = zigzag32(buf[i++]);
-    else
-        (void)varint_at(buf, &i, body_end, kl);
+    (void)varint_fast(buf, &i, body_end, kl);
     *ko = i;
     i += *kl;
-    if (buf[i] < 0x80)
-        *vl = zigzag32(buf[i++]);
-    else
-        (void)varint_at(buf, &i, body_end, vl);
+    (void)varint_fast(buf, &i, body_end, vl);
     *vo = i;
     if (*vl > 0)
         i += *vl;
