@@ -21,12 +21,13 @@
  * list: it stops after `limit` records or `budget` bytes, and without `final` it
  * stops before a record it cannot decide from the bytes it has (see decode()).
  *
- * decode_columns_v2(...) is the same loop again, appending each record's fields
+ * decode_columns_v2(...) walks the records with the same parser (parse_record and its
+ * steps, the "one record" section: every record rule lives there), appending each record's fields
  * straight into Arrow-layout bytearrays (kafkatool.record.columns.RecordColumns.add_v2)
  * instead of building tuples; see its section below.
  *
  * format_v2_text(batch, data, print_data) and v2_text_formatter(decompress, limit) walk the
- * records with that same loop too, writing kafka-dump-log's text of a whole batch (the deep
+ * records with that same parser too, writing kafka-dump-log's text of a whole batch (the deep
  * dump's hot path) instead of building objects, and return None for anything else; see the
  * "dump text" section.
  *
