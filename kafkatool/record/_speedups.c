@@ -864,8 +864,8 @@ decode_records_part(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
  * consecutive inside the batch (the Python path records the gap), a value that overflows
  * int64 (Python prints the big int), a header field that is not an int, and text longer
  * than FMT_MAX_TEXT (memory per call stays bounded). Keys, payloads and header keys that
- * are not ASCII are decoded as bytes.decode("utf-8", "replace") does (CPython's own
- * decoder, not a copy) and appended as UTF-8.
+ * are not ASCII are decoded as Java's new String(bytes, UTF_8) does (CPython's own decoder
+ * with kafkatool.record.javautf8's error handler, not a copy) and appended as UTF-8.
  */
 
 #define FMT_MAX_RECORDS 2048          /* v2.CHUNK_RECORDS */
@@ -941,7 +941,9 @@ fmt_all_ascii(const uint8_t *s, Py_ssize_t n)
     return !(acc & UINT64_C(0x8080808080808080));
 }
 
-/* bytes(s[:n]).decode("utf-8", "replace"), appended as UTF-8: 0, -1 (exception set), 1 (too long). */
+/* bytes(s[:n]).decode("utf-8", "kafkatool-java-utf8") (Java's new String(s, UTF_8): the error handler
+ * kafkatool.record.javautf8 registers; speedups.py imports it before this runs), appended as UTF-8:
+ * 0, -1 (exception set), 1 (too long). */
 static int
 tput_text(struct tbuf *t, const uint8_t *s, Py_ssize_t n)
 {
@@ -955,7 +957,7 @@ tput_text(struct tbuf *t, const uint8_t *s, Py_ssize_t n)
         tput(t, (const char *)s, n);
         return 0;
     }
-    u = PyUnicode_DecodeUTF8((const char *)s, n, "replace");
+    u = PyUnicode_DecodeUTF8((const char *)s, n, "kafkatool-java-utf8");
     if (u == NULL)
         return -1;
     e = PyUnicode_AsUTF8AndSize(u, &m);

@@ -32,6 +32,7 @@ from itertools import accumulate
 from typing import Iterable
 
 from kafkatool.record.batch import Record, increment_sequence
+from kafkatool.record.javautf8 import java_utf8
 from kafkatool.record.speedups import functions as _compiled
 from kafkatool.record.v2 import decode_records as _py_decode_records
 
@@ -42,7 +43,6 @@ __all__ = ["BinaryColumn", "RecordColumns", "java_utf8"]
 _LITTLE = sys.byteorder == "little"
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_REPLACEMENT = "\ufffd".encode()
 
 
 _EXPORTED = ("RecordColumns: a buffer is still exported (viewed by Arrow or a memoryview) and cannot grow; "
@@ -89,94 +89,6 @@ def _append_bits(bitmap: bytearray, n: int, bits: list[bool]) -> None:
 
 def _get_bit(bitmap: bytearray, i: int) -> bool:
     return bool(bitmap[i >> 3] >> (i & 7) & 1)
-
-
-def java_utf8(data: bytes) -> bytes:
-    """``data`` as Java's ``new String(data, UTF_8).getBytes(UTF_8)`` gives it back: valid UTF-8
-    unchanged, each malformed sequence replaced by U+FFFD.
-
-    A port of JDK 17's ``String.decodeUTF8_UTF16`` (the replacing decoder behind that
-    constructor). It agrees with Python's ``data.decode("utf-8", "replace")`` except that Java
-    takes ED A0..BF as the start of one (surrogate) sequence: ``ED A0 80`` is one U+FFFD in Java
-    and three in Python, ``ED A0 41`` one U+FFFD then ``A`` (Python: two); and a truncated
-    sequence at the end is one U+FFFD in both.
-    """
-    try:
-        data.decode("utf-8")
-        return bytes(data)
-    except UnicodeDecodeError:
-        pass
-    src = bytes(data)
-    sl = len(src)
-    out = bytearray()
-    sp = 0
-
-    def cont(b: int) -> bool:
-        return b & 0xC0 == 0x80
-
-    while sp < sl:
-        b1 = src[sp]
-        sp += 1
-        if b1 < 0x80:
-            out.append(b1)
-        elif 0xC2 <= b1 <= 0xDF:
-            if sp < sl:
-                b2 = src[sp]
-                if not cont(b2):
-                    out += _REPLACEMENT  # b2 is read again
-                else:
-                    out += src[sp - 1 : sp + 1]
-                    sp += 1
-                continue
-            out += _REPLACEMENT
-            break
-        elif 0xE0 <= b1 <= 0xEF:
-            if sp + 1 < sl:
-                b2, b3 = src[sp], src[sp + 1]
-                if (b1 == 0xE0 and b2 & 0xE0 == 0x80) or not cont(b2) or not cont(b3):
-                    out += _REPLACEMENT
-                    # malformed3: skip the lead, and b2 too when it could continue b1
-                    sp += 0 if (b1 == 0xE0 and b2 & 0xE0 == 0x80) or not cont(b2) else 1
-                else:
-                    c = ((b1 & 0x0F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
-                    out += _REPLACEMENT if 0xD800 <= c <= 0xDFFF else src[sp - 1 : sp + 2]
-                    sp += 2
-                continue
-            if sp < sl and ((b1 == 0xE0 and src[sp] & 0xE0 == 0x80) or not cont(src[sp])):
-                out += _REPLACEMENT
-                continue
-            out += _REPLACEMENT  # a truncated sequence at the end: one replacement, done
-            break
-        elif 0xF0 <= b1 <= 0xF7:
-            if sp + 2 < sl:
-                b2, b3, b4 = src[sp], src[sp + 1], src[sp + 2]
-                uc = ((b1 & 0x07) << 18) | ((b2 & 0x3F) << 12) | ((b3 & 0x3F) << 6) | (b4 & 0x3F)
-                if not (cont(b2) and cont(b3) and cont(b4)) or not 0x10000 <= uc <= 0x10FFFF:
-                    out += _REPLACEMENT
-                    # malformed4
-                    if (b1 > 0xF4 or (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF)
-                            or (b1 == 0xF4 and b2 & 0xF0 != 0x80) or not cont(b2)):
-                        pass
-                    elif not cont(b3):
-                        sp += 1
-                    else:
-                        sp += 2
-                else:
-                    out += src[sp - 1 : sp + 3]
-                    sp += 3
-                continue
-            if b1 > 0xF4 or (sp < sl and ((b1 == 0xF0 and not 0x90 <= src[sp] <= 0xBF)
-                                          or (b1 == 0xF4 and src[sp] & 0xF0 != 0x80) or not cont(src[sp]))):
-                out += _REPLACEMENT
-                continue
-            sp += 1
-            out += _REPLACEMENT
-            if sp < sl and not cont(src[sp]):
-                continue
-            break
-        else:
-            out += _REPLACEMENT
-    return bytes(out)
 
 
 class BinaryColumn:

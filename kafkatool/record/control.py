@@ -8,6 +8,7 @@ import struct
 from typing import Any
 
 from kafkatool.errors import InvalidRecordError
+from kafkatool.record.javautf8 import JAVA_UTF8_ERRORS
 from kafkatool.record.varint import decode_uvarint, encode_uvarint
 
 __all__ = [
@@ -145,7 +146,7 @@ class _Reader:
         n = self.uvarint()
         if n == 0:
             return None
-        return self._take(n - 1).decode("utf-8", "replace")
+        return self._take(n - 1).decode("utf-8", JAVA_UTF8_ERRORS)
 
     def compact_array_len(self) -> int:
         n = self.uvarint()

@@ -42,7 +42,6 @@ read or a varint past the end). Bad values given to :func:`encode` raise ``Value
 from __future__ import annotations
 
 import base64
-import codecs as _codecs
 import json as _json
 import math as _math
 import re as _re
@@ -51,6 +50,7 @@ from decimal import Decimal as _Decimal
 from typing import Any
 
 from kafkatool.errors import InvalidRecordError
+from kafkatool.record.javautf8 import JAVA_UTF8_ERRORS, java_string
 from kafkatool.record.schemas import MESSAGES
 from kafkatool.record.varint import encode_uvarint
 
@@ -59,28 +59,6 @@ __all__ = ["decode", "encode", "clamp_version", "is_flexible", "default_value", 
            "UNKNOWN_TAGS", "MESSAGES"]
 
 UNKNOWN_TAGS = "_unknownTaggedFields"
-
-
-def _java_utf8_replace(err: UnicodeDecodeError) -> tuple[str, int]:
-    """Java's ``new String(bytes, UTF_8)`` replaces a UTF-8-encoded surrogate (ED A0..BF, with
-    its third byte when that is a continuation byte) by ONE U+FFFD where Python's "replace"
-    gives one per byte; every other malformed sequence is replaced as Python does (checked on
-    JDK 17 and JDK 25 with 20,000 malformed byte strings)."""
-    b, s = err.object, err.start
-    if b[s] == 0xED and s + 1 < len(b) and 0xA0 <= b[s + 1] <= 0xBF:
-        return "\ufffd", s + 3 if s + 2 < len(b) and 0x80 <= b[s + 2] <= 0xBF else s + 2
-    return "\ufffd", err.end
-
-
-JAVA_UTF8_ERRORS = "kafkatool-java-utf8"
-"""The codecs error handler that decodes UTF-8 as Java's ``new String(bytes, UTF_8)`` does:
-``raw.decode("utf-8", JAVA_UTF8_ERRORS)`` (what every string of a message decodes with)."""
-_codecs.register_error(JAVA_UTF8_ERRORS, _java_utf8_replace)
-
-
-def java_string(raw: bytes | bytearray | memoryview) -> str:
-    """``new String(raw, StandardCharsets.UTF_8)``."""
-    return str(raw, "utf-8", JAVA_UTF8_ERRORS)
 
 # FIELD = (name, type, versions, nullable, tagged, tag, default, fields)
 _NAME, _TYPE, _VERSIONS, _NULLABLE, _TAGGED, _TAG, _DEFAULT, _FIELDS = range(8)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
+import kafkatool.record.javautf8  # noqa: F401 - registers the UTF-8 error handler the text formatter decodes with
+
 __all__ = ["ENV_VAR", "ENV_VARS", "switched_off_by", "load", "functions", "status"]
 
 #: Set to a non-empty value other than ``0`` to ignore the compiled extension everywhere.

@@ -6,6 +6,7 @@ import base64
 import json
 from typing import Callable
 
+from kafkatool.record.javautf8 import JAVA_UTF8_ERRORS
 __all__ = ["DECODERS", "get_decoder", "JSON_FALLBACK_MARKER"]
 
 #: Prefix put before a value that the ``json`` decoder could not parse (it prints base64 instead).
@@ -13,8 +14,8 @@ JSON_FALLBACK_MARKER = "base64:"
 
 
 def _string(b: bytes) -> str:
-    # new String(bytes, UTF_8): malformed sequences become U+FFFD; newlines stay raw.
-    return b.decode("utf-8", "replace")
+    # new String(bytes, UTF_8): malformed sequences become U+FFFD as Java replaces them; newlines stay raw.
+    return b.decode("utf-8", JAVA_UTF8_ERRORS)
 
 
 def _hex(b: bytes) -> str:

@@ -8,6 +8,7 @@ import json
 from kafkatool import dump as d
 from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record
 from kafkatool.record.control import control_type_name
+from kafkatool.record.javautf8 import JAVA_UTF8_ERRORS
 from kafkatool.record.topics import Decoded
 
 __all__ = ["JsonlRenderer", "batch_object", "record_object", "item_object"]
@@ -59,7 +60,7 @@ def record_object(path: str, b: Batch, r: Record, control: d.Control | None, dec
         "timestampType": _TS[b.timestamp_type],
         "key": _b64(r.key),
         "value": _b64(r.value),
-        "headers": [{"key": k.decode("utf-8", "replace"), "value": _b64(v)} for k, v in r.headers],
+        "headers": [{"key": k.decode("utf-8", JAVA_UTF8_ERRORS), "value": _b64(v)} for k, v in r.headers],
         "batchPosition": b.position,
     }
     if b.magic >= 2:

@@ -19,6 +19,7 @@ import os
 import sys
 
 from kafkatool import dump as d
+from kafkatool.record.javautf8 import JAVA_UTF8_ERRORS
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.record.topics import Decoded
 from kafkatool.render.decoders import DECODERS, get_decoder
@@ -364,7 +365,7 @@ class TableRenderer:
 def _headers_cell(headers, vd) -> str:
     if not headers:
         return ""
-    return escape(", ".join([f"{hk.decode('utf-8', 'replace')}={'null' if hv is None else vd(hv)}" for hk, hv in headers]))
+    return escape(", ".join([f"{hk.decode('utf-8', JAVA_UTF8_ERRORS)}={'null' if hv is None else vd(hv)}" for hk, hv in headers]))
 
 
 def _decoded_row(r, dec: Decoded, vd) -> tuple[tuple[str, ...], str | None]:
@@ -394,7 +395,7 @@ def _data_cell(data: bytes | None, is_string: bool, decode) -> str:
     """A key or value cell: ``null``, or the decoded text with what does not print escaped."""
     if data is None:
         return "null"
-    text = data.decode("utf-8", "replace") if is_string else decode(data)
+    text = data.decode("utf-8", JAVA_UTF8_ERRORS) if is_string else decode(data)
     return text if text.isprintable() else escape(text)
 
 

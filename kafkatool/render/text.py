@@ -14,6 +14,7 @@ from kafkatool import dump as d
 from kafkatool.record.batch import TIMESTAMP_TYPE_NAMES, Batch, Record, increment_sequence
 from kafkatool.record.compression import codec_name, decompress
 from kafkatool.record.control import control_type_name, kafka_json
+from kafkatool.record.javautf8 import JAVA_UTF8_ERRORS
 from kafkatool.record.layout import CODEC_MASK, CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
 from kafkatool.record.speedups import functions as _compiled  # the extension, unless not built or switched off
 from kafkatool.record.topics import Decoded
@@ -128,7 +129,7 @@ def record_line(
         f" keySize: {-1 if key is None else len(key)} valueSize: {-1 if value is None else len(value)}"
     )
     if b.magic >= 2:
-        hk = ",".join(k.decode("utf-8", "replace") for k, _v in r.headers)
+        hk = ",".join(k.decode("utf-8", JAVA_UTF8_ERRORS) for k, _v in r.headers)
         head += f" sequence: {r.sequence} headerKeys: [{hk}]"
     else:
         head += f" isValid: {_BOOL[bool(r.crc_valid)]} crc: {r.crc}}}"
@@ -246,7 +247,7 @@ def _fast_v2_lines(b: Batch, records: list[Record], print_data: bool, kd, vd, ap
     string_values = vd is _string_decoder
     for offset, ts, key, value, headers, seq, _a, _c, _v, _m in records:
         if headers:
-            hk = ",".join([k.decode("utf-8", "replace") for k, _hv in headers])
+            hk = ",".join([k.decode("utf-8", JAVA_UTF8_ERRORS) for k, _hv in headers])
         else:
             hk = ""
         if key is None:
@@ -259,9 +260,9 @@ def _fast_v2_lines(b: Batch, records: list[Record], print_data: bool, kd, vd, ap
             line = f"{line} valueSize: {len(value)} sequence: {seq} headerKeys: [{hk}]"
         if print_data:
             if key is not None:
-                line = f"{line} key: {key.decode('utf-8', 'replace') if string_keys else kd(key)}"
+                line = f"{line} key: {key.decode('utf-8', JAVA_UTF8_ERRORS) if string_keys else kd(key)}"
             if value is not None:
-                line = f"{line} payload: {value.decode('utf-8', 'replace') if string_values else vd(value)}"
+                line = f"{line} payload: {value.decode('utf-8', JAVA_UTF8_ERRORS) if string_values else vd(value)}"
         append(line)
 
 
