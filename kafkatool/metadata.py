@@ -348,12 +348,7 @@ class _Applier:
             if self.txn is not None:
                 self.txn.append((name, data, offset))
                 return
-            handler = self._handlers.get(name)
-            if handler is None:
-                self._problem("unknown_record", f"{name} is not a record kafkatool applies: skipped", offset)
-                return
-            handler(data, offset)
-            self.applied += 1
+            self._apply(name, data, offset)
             return
         if name == "BeginTransactionRecord":
             if self.txn is not None:
