@@ -48,6 +48,32 @@ class Result:
         return f"Result(code={self.code}, out={self.out[:300]!r}, err={self.err[:300]!r})"
 
 
+def run_with_pty_stderr(args: list[str], stdout_path: Path) -> tuple[int, bytes]:
+    """``kafkatool ARGS...`` as a process with standard output in ``stdout_path`` and standard
+    error a terminal (so progress bars show), 100 columns: its exit code and what the terminal got."""
+    import pty
+    import subprocess
+
+    master, slave = pty.openpty()
+    with open(stdout_path, "wb") as out:
+        p = subprocess.Popen([sys.executable, "-m", "kafkatool", *args], stdout=out, stderr=slave,
+                             stdin=subprocess.DEVNULL, cwd=REPO,
+                             env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "100", "TERM": "xterm"})
+        os.close(slave)
+        got = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            got += chunk
+        code = p.wait(timeout=120)
+    os.close(master)
+    return code, got
+
+
 @pytest.fixture
 def run(capsys):
     """Run ``kafkatool ARGS...`` in-process; return code, stdout and stderr."""

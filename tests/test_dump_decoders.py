@@ -29,7 +29,7 @@ from kafkatool.record.control import (
 from kafkatool.record.legacy import encode_message
 from kafkatool.record.v2 import RecordSpec, encode_batch
 
-from conftest import REAL, real_fixture
+from conftest import REAL, real_fixture, run_with_pty_stderr
 
 T0 = 1700000000000
 SEG = "00000000000000000000.log"
@@ -543,34 +543,18 @@ def test_progress_bar_with_a_decoder(tmp_path):
     """With stdout in a file and stderr a terminal, the bar shows, the summary line is written
     above it, and stdout is the same as without a terminal."""
     import os
-    import pty
     import subprocess
     import sys
 
     repo = Path(__file__).resolve().parents[1]
     records = [RecordSpec(o, T0, None if o == 5 else OC_KEY, OC_VALUE) for o in range(20_000)]
     log = _write(tmp_path / "__consumer_offsets-0", SEG, *[_batch(*records[i : i + 50]) for i in range(0, len(records), 50)])
-    env = {**os.environ, "PYTHONPATH": str(repo), "COLUMNS": "100", "TERM": "xterm"}
-    args = [sys.executable, "-m", "kafkatool", "dump", "--offsets-decoder", str(log)]
-    master, slave = pty.openpty()
-    with open(tmp_path / "out.txt", "wb") as out:
-        p = subprocess.Popen(args, stdout=out, stderr=slave, stdin=subprocess.DEVNULL, cwd=repo, env=env)
-        os.close(slave)
-        err = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            err += chunk
-        code = p.wait(timeout=120)
-    os.close(master)
+    code, err = run_with_pty_stderr(["dump", "--offsets-decoder", str(log)], tmp_path / "out.txt")
     assert code == 1
     assert "━".encode() in err  # Rich drew a bar
     assert b"1 record could not be decoded with --offsets-decoder (first at offset 5: " in err
-    plain = subprocess.run(args, capture_output=True, cwd=repo, env=env)
+    plain = subprocess.run([sys.executable, "-m", "kafkatool", "dump", "--offsets-decoder", str(log)],
+                           capture_output=True, cwd=repo, env={**os.environ, "PYTHONPATH": str(repo)})
     assert (tmp_path / "out.txt").read_bytes() == plain.stdout
     assert plain.stdout.count(b"\n| offset: ") == 20_000
 

@@ -8,7 +8,6 @@ kafka-python's builders, the real ones from ../shared/fixtures-real.
 from __future__ import annotations
 
 import os
-import pty
 import stat
 import struct
 import subprocess
@@ -21,7 +20,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from conftest import real_fixture
+from conftest import real_fixture, run_with_pty_stderr
 
 REPO = Path(__file__).resolve().parents[1]
 LOG = "00000000000000000000.log"
@@ -700,39 +699,18 @@ def test_table_folds_only_at_a_terminal_width():
 # ---------------------------------------------------------------- 11: progress bar and -q
 
 
-def _run_with_pty_stderr(args: list[str], stdout_path: Path) -> tuple[int, bytes]:
-    master, slave = pty.openpty()
-    with open(stdout_path, "wb") as out:
-        p = subprocess.Popen([sys.executable, "-m", "kafkatool", *args], stdout=out, stderr=slave,
-                             stdin=subprocess.DEVNULL, cwd=REPO,
-                             env={**os.environ, "PYTHONPATH": str(REPO), "COLUMNS": "100", "TERM": "xterm"})
-        os.close(slave)
-        got = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:
-                break
-            if not chunk:
-                break
-            got += chunk
-        code = p.wait(timeout=120)
-    os.close(master)
-    return code, got
-
-
 def test_progress_bar_on_a_terminal_stderr_when_stdout_is_a_file(tmp_path):
     log = _many_records(tmp_path / LOG, batches=4000)
-    code, err = _run_with_pty_stderr(["dump", "--print-data-log", str(log)], tmp_path / "out.txt")
+    code, err = run_with_pty_stderr(["dump", "--print-data-log", str(log)], tmp_path / "out.txt")
     assert code == 0
     assert b"dump" in err and b"\x1b[" in err and "━".encode() in err  # Rich drew a bar
     with_bar = (tmp_path / "out.txt").read_bytes()
     plain = subprocess.run([sys.executable, "-m", "kafkatool", "dump", "--print-data-log", str(log)],
                            capture_output=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
     assert with_bar == plain  # the bar never reaches the data
-    code, err = _run_with_pty_stderr(["dump", "-q", "--print-data-log", str(log)], tmp_path / "out.txt")
+    code, err = run_with_pty_stderr(["dump", "-q", "--print-data-log", str(log)], tmp_path / "out.txt")
     assert code == 0 and err == b""
-    code, err = _run_with_pty_stderr(["dump", "--quiet", str(log)], tmp_path / "out.txt")
+    code, err = run_with_pty_stderr(["dump", "--quiet", str(log)], tmp_path / "out.txt")
     assert code == 0 and err == b""
 
 
