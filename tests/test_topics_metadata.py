@@ -18,7 +18,6 @@ internal-schemas.md §5, and Kafka's exception messages as its sources at the sp
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import math
@@ -30,10 +29,11 @@ from hypothesis import strategies as st
 
 from kafkatool.errors import InvalidRecordError
 from kafkatool.record import message
-from kafkatool.record.message import UNKNOWN_TAGS, default_value, encode
+from kafkatool.record.message import UNKNOWN_TAGS, encode
 from kafkatool.record.schemas import MESSAGES
 from kafkatool.record.topics import Decoded, Message, decoder
 from kafkatool.record.topics.metadata import FrameError, decode, read_frame, record_type_name
+from message_strategies import message_values
 
 UUID_HEX = "000102030405060708090a0b0c0d0e0f"
 UUID_TEXT = "AAECAwQFBgcICQoLDA0ODw"  # base64url of bytes 0..15, unpadded (Kafka's Uuid.toString)
@@ -252,63 +252,6 @@ def test_versions_past_the_schema_read_as_kafka_does():
 
 
 # ------------------------------------------------------------ hypothesis: never raises, round trips
-
-_INT_RANGES = {
-    "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
-    "uint16": (0, (1 << 16) - 1), "uint32": (0, (1 << 32) - 1),
-}
-
-
-def _in(rng, v):
-    return rng is not None and rng[0] <= v <= rng[1]
-
-
-def _primitive(t):
-    if t in _INT_RANGES:
-        lo, hi = _INT_RANGES[t]
-        return st.one_of(st.integers(lo, hi), st.sampled_from([lo, hi, 0, -1 if lo < 0 else 1]))
-    return {
-        "float64": st.floats(allow_nan=False),
-        "bool": st.booleans(),
-        "uuid": st.binary(min_size=16, max_size=16).map(lambda b: base64.urlsafe_b64encode(b).decode().rstrip("=")),
-        "string": st.text(max_size=6),
-        "bytes": st.binary(max_size=6),
-    }[t]
-
-
-def _value_of(fields, structs, v, flex):
-    parts = {}
-    for f in fields:
-        name, t = f[0], f[1]
-        if not _in(f[2], v):
-            parts[name] = st.just(default_value(f, structs))
-            continue
-        et = t[2:] if t.startswith("[]") else t
-        if et in _INT_RANGES or et in ("float64", "bool", "uuid", "string", "bytes"):
-            s = _primitive(et)
-        else:
-            s = _value_of(f[7] or structs[et], structs, v, flex)
-        if t.startswith("[]"):
-            s = st.lists(s, max_size=3)
-        if _in(f[3], v):
-            s = st.one_of(st.none(), s)
-        parts[name] = s
-    base = st.fixed_dictionaries(parts)
-    if not flex:
-        return base
-    known = {f[5] for f in fields if f[5] is not None}
-    extra = st.lists(st.tuples(st.integers(0, 30).filter(lambda t: t not in known), st.binary(max_size=3)),
-                     max_size=2, unique_by=lambda tb: tb[0]).map(lambda xs: sorted(xs))
-    return st.tuples(base, extra).map(lambda p: {**p[0], UNKNOWN_TAGS: p[1]} if p[1] else p[0])
-
-
-def message_values(name, v):
-    """Random values of message ``name`` at version ``v`` (shared with test_topics_remote)."""
-    m = MESSAGES[name]
-    v = message.clamp_version(name, v)
-    return _value_of(m["fields"], m["structs"], v, m["flexibleFrom"] is not None and v >= m["flexibleFrom"])
-
 
 def uvarint(n: int) -> bytes:
     """Hand-rolled unsigned LEB128 (independent of kafkatool's)."""

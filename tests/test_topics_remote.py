@@ -33,7 +33,8 @@ from kafkatool.record.message import encode
 from kafkatool.record.schemas import MESSAGES
 from kafkatool.record.topics import Decoded, decoder
 from kafkatool.record.topics.remote import decode, to_text
-from test_topics_metadata import UUID2_HEX, UUID2_TEXT, UUID_HEX, UUID_TEXT, message_values
+from message_strategies import message_values
+from test_topics_metadata import UUID2_HEX, UUID2_TEXT, UUID_HEX, UUID_TEXT
 
 TIP = "04 666f6f" + UUID_HEX + " 00000000 00"          # TopicIdPartitionEntry foo / topic id / 0, tags
 SEGMENT_ID = TIP + UUID2_HEX + " 00"                     # RemoteLogSegmentIdEntry, tags
