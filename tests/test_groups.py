@@ -435,68 +435,73 @@ def _str16(buf: bytes, pos: int) -> tuple[str | None, int]:
     return buf[pos + 2:pos + 2 + n].decode(), pos + 2 + n
 
 
-def _independent_replay(partition_dir: Path) -> tuple[dict, dict]:
-    """kafka-python's reader + spec §14.1 by hand: latest OffsetCommit per key and the latest
-    GroupMetadata header (protocolType, generation, protocol, leader, member count) per group."""
+def _kafka_python_records(partition_dir: Path):
+    """Every record of a partition dir's segments, in order, as kafka-python reads them."""
     from kafka.record.memory_records import MemoryRecords
 
-    offsets: dict = {}
-    groups: dict = {}
     for seg in sorted(partition_dir.glob("*.log")):
         records = MemoryRecords(seg.read_bytes())
         while records.has_next():
             batch = records.next_batch()
             if batch is None:
                 break
-            for r in batch:
-                key, value = bytes(r.key), None if r.value is None else bytes(r.value)
-                (rtype,) = struct.unpack_from(">h", key)
-                group, p = _str16(key, 2)
-                if rtype in (0, 1):
-                    topic, p = _str16(key, p)
-                    (partition,) = struct.unpack_from(">i", key, p)
-                    if value is None:
-                        offsets.pop((group, topic, partition), None)
-                        continue
-                    version, offset = struct.unpack_from(">hq", value)
-                    p = 10 + (4 if version >= 3 else 0)
-                    metadata, p = _str16(value, p)
-                    (commit_ts,) = struct.unpack_from(">q", value, p)
-                    expire = struct.unpack_from(">q", value, p + 8)[0] if version == 1 else None
-                    offsets[(group, topic, partition)] = (offset, commit_ts, expire, version)
-                elif rtype == 2:
-                    if value is None:
-                        groups.pop(group, None)
-                        continue
-                    (version,) = struct.unpack_from(">h", value)
-                    protocol_type, p = _str16(value, 2)
-                    (generation,) = struct.unpack_from(">i", value, p)
-                    protocol, p = _str16(value, p + 4)
-                    leader, p = _str16(value, p)
-                    if version >= 2:
-                        p += 8
-                    (count,) = struct.unpack_from(">i", value, p)
+            yield from batch
+
+
+def _independent_replay(partition_dir: Path) -> tuple[dict, dict]:
+    """kafka-python's reader + spec §14.1 by hand: latest OffsetCommit per key and the latest
+    GroupMetadata header (protocolType, generation, protocol, leader, member count) per group."""
+    offsets: dict = {}
+    groups: dict = {}
+    for r in _kafka_python_records(partition_dir):
+        key, value = bytes(r.key), None if r.value is None else bytes(r.value)
+        (rtype,) = struct.unpack_from(">h", key)
+        group, p = _str16(key, 2)
+        if rtype in (0, 1):
+            topic, p = _str16(key, p)
+            (partition,) = struct.unpack_from(">i", key, p)
+            if value is None:
+                offsets.pop((group, topic, partition), None)
+                continue
+            version, offset = struct.unpack_from(">hq", value)
+            p = 10 + (4 if version >= 3 else 0)
+            metadata, p = _str16(value, p)
+            (commit_ts,) = struct.unpack_from(">q", value, p)
+            expire = struct.unpack_from(">q", value, p + 8)[0] if version == 1 else None
+            offsets[(group, topic, partition)] = (offset, commit_ts, expire, version)
+        elif rtype == 2:
+            if value is None:
+                groups.pop(group, None)
+                continue
+            (version,) = struct.unpack_from(">h", value)
+            protocol_type, p = _str16(value, 2)
+            (generation,) = struct.unpack_from(">i", value, p)
+            protocol, p = _str16(value, p + 4)
+            leader, p = _str16(value, p)
+            if version >= 2:
+                p += 8
+            (count,) = struct.unpack_from(">i", value, p)
+            p += 4
+            members = []
+            for _ in range(count):
+                member_id, p = _str16(value, p)
+                if version >= 3:
+                    _instance, p = _str16(value, p)
+                client_id, p = _str16(value, p)
+                client_host, p = _str16(value, p)
+                rebalance = -1
+                if version >= 1:
+                    (rebalance,) = struct.unpack_from(">i", value, p)
                     p += 4
-                    members = []
-                    for _ in range(count):
-                        member_id, p = _str16(value, p)
-                        if version >= 3:
-                            _instance, p = _str16(value, p)
-                        client_id, p = _str16(value, p)
-                        client_host, p = _str16(value, p)
-                        rebalance = -1
-                        if version >= 1:
-                            (rebalance,) = struct.unpack_from(">i", value, p)
-                            p += 4
-                        (session,) = struct.unpack_from(">i", value, p)
-                        p += 4
-                        raw = []
-                        for _ in ("subscription", "assignment"):
-                            (n,) = struct.unpack_from(">i", value, p)
-                            raw.append(value[p + 4:p + 4 + n])
-                            p += 4 + n
-                        members.append((member_id, client_id, client_host, session, rebalance, *raw))
-                    groups[group] = (protocol_type, generation, protocol, leader, members)
+                (session,) = struct.unpack_from(">i", value, p)
+                p += 4
+                raw = []
+                for _ in ("subscription", "assignment"):
+                    (n,) = struct.unpack_from(">i", value, p)
+                    raw.append(value[p + 4:p + 4 + n])
+                    p += 4 + n
+                members.append((member_id, client_id, client_host, session, rebalance, *raw))
+            groups[group] = (protocol_type, generation, protocol, leader, members)
     return offsets, groups
 
 
@@ -905,18 +910,10 @@ def test_log_end_offset_walks_from_the_last_index_entry(tmp_path) -> None:
 
 def test_real_lag_against_kafka_python(capsys) -> None:
     """GroupA committed 204 on foo-0; foo-0's last record, read by kafka-python, is offset 203."""
-    from kafka.record.memory_records import MemoryRecords
-
     root = real_fixture("xpxwo100__bullShit/tmp/kafka-logs")
     last = -1
-    for seg in sorted((root / "foo-0").glob("*.log")):
-        records = MemoryRecords(seg.read_bytes())
-        while records.has_next():
-            batch = records.next_batch()
-            if batch is None:
-                break
-            for r in batch:
-                last = r.offset
+    for r in _kafka_python_records(root / "foo-0"):
+        last = r.offset
     code, out, err = cli(capsys, root, "--format", "jsonl", "--group", "GroupA", "--lag")
     o = offsets_of(groups_by_id(jsonl(out))["GroupA"])["foo", 0]
     assert (o["logEndOffset"], o["lag"]) == (last + 1, last + 1 - 204) == (204, 0)
