@@ -16,6 +16,7 @@ import json
 from typing import Iterable, Iterator
 
 from kafkatool.groups import CommittedOffset, Group, Member, PartitionRead, TopicPartitions
+from kafkatool.render.stats import problem_fields
 from kafkatool.render.terminal import cell_len, fold
 from kafkatool.render.times import iso_time
 
@@ -95,8 +96,7 @@ def partition_object(r: PartitionRead) -> dict:
         "records": r.records,
         "groups": len(r.groups),
         "otherReplicas": [{"partitionDir": o.path, "logEndOffset": o.log_end_offset} for o in r.other_replicas],
-        "problems": [{"file": p.file, "position": p.position, "kind": p.kind, "message": p.message}
-                     for p in r.problems],
+        "problems": [problem_fields(p) for p in r.problems],
         "problemsNotListed": r.problems_not_listed,
         "undecodable": [{"file": u.file, "offset": u.offset, "message": u.message} for u in r.undecodable],
         "undecodableNotListed": r.undecodable_not_listed,

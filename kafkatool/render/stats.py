@@ -13,9 +13,10 @@ import json
 from typing import Iterable
 
 from kafkatool.render.times import iso_time
-from kafkatool.stats import CheckpointComparison, CheckpointState, PartitionStats
+from kafkatool.stats import CheckpointComparison, CheckpointState, PartitionStats, Problem
 
 __all__ = [
+    "problem_fields",
     "CHECKPOINT_KEYS",
     "dumps",
     "partition_object",
@@ -36,6 +37,11 @@ _SHORT = {"recovery-point-offset-checkpoint": "recovery point", "replication-off
 
 dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 """Compact JSON, as dump's and verify's lines."""
+
+
+def problem_fields(p: Problem) -> dict:
+    """A located problem's JSON fields (``stats``, ``groups`` and ``transactions`` print the same)."""
+    return {"file": p.file, "position": p.position, "kind": p.kind, "message": p.message}
 
 
 def _iso(ms: int | None) -> str:
@@ -87,7 +93,7 @@ def partition_object(s: PartitionStats) -> dict:
             "notListed": s.producers_not_listed,
         },
         "checkpoints": {CHECKPOINT_KEYS[c.name]: _checkpoint_object(c) for c in s.checkpoints},
-        "problems": [{"file": p.file, "position": p.position, "kind": p.kind, "message": p.message} for p in s.problems],
+        "problems": [problem_fields(p) for p in s.problems],
         "problemsNotListed": s.problems_not_listed,
     })
     return obj

@@ -13,6 +13,7 @@ import json
 import shlex
 from typing import Iterator
 
+from kafkatool.render.stats import problem_fields
 from kafkatool.render.times import iso_time
 from kafkatool.transactions import (
     OpenPartition, OpenTransaction, PartitionScan, Problem, TransactionsReport, TxnState, Verdict,
@@ -150,7 +151,7 @@ def partition_object(s: PartitionScan) -> dict:
 
 def problem_object(p: Problem) -> dict:
     """One ``"type": "problem"`` object."""
-    return {"type": "problem", "file": p.file, "position": p.position, "kind": p.kind, "message": p.message}
+    return {"type": "problem", **problem_fields(p)}
 
 
 def summary_object(r: TransactionsReport) -> dict:
