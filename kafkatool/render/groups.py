@@ -12,11 +12,10 @@ are epoch milliseconds in JSON, and also ISO 8601 UTC in tables. The schema is i
 
 from __future__ import annotations
 
-import json
 from typing import Iterable, Iterator
 
 from kafkatool.groups import CommittedOffset, Group, Member, PartitionRead, TopicPartitions
-from kafkatool.render.stats import problem_fields
+from kafkatool.render.stats import dumps, problem_fields
 from kafkatool.render.terminal import cell_len, fold
 from kafkatool.render.times import iso_time
 
@@ -31,9 +30,6 @@ __all__ = [
     "assignment_text",
     "table_lines",
 ]
-
-dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-"""Compact JSON, as the other commands' lines."""
 
 
 # ----------------------------------------------------------------------------- JSON Lines

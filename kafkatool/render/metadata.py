@@ -11,7 +11,6 @@ The schema is in kafkatool-metadata(1).
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Iterable, Iterator
 
@@ -26,6 +25,7 @@ from kafkatool.metadata import (
     Problem,
     metadata_version_name,
 )
+from kafkatool.render.stats import dumps
 from kafkatool.render.times import iso_time
 
 __all__ = ["SECTIONS", "dumps", "objects", "render_text", "summary_line"]
@@ -44,8 +44,6 @@ SECTIONS: dict[str, tuple[str, ...]] = {
     "producer-ids": ("producerIds",),
 }
 
-dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-"""Compact JSON, as the other reports' lines."""
 
 HIGH_WATERMARK_NOTE = ("offline, the high watermark is unknown: the last records replayed may not have been committed "
                        "by the quorum (a newly elected leader truncates an uncommitted tail)")

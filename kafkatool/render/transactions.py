@@ -9,11 +9,10 @@ are camelCase, Kafka's where Kafka has one (``producerId``, ``producerEpoch``,
 
 from __future__ import annotations
 
-import json
 import shlex
 from typing import Iterator
 
-from kafkatool.render.stats import problem_fields
+from kafkatool.render.stats import dumps, problem_fields
 from kafkatool.render.times import iso_time
 from kafkatool.transactions import (
     OpenPartition, OpenTransaction, PartitionScan, Problem, TransactionsReport, TxnState, Verdict,
@@ -41,8 +40,6 @@ __all__ = [
 BOOTSTRAP_PLACEHOLDER = "BROKER:9092"
 """Where the commands printed say which broker to reach (the operator puts a live broker there)."""
 
-dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-"""Compact JSON, as the other commands' lines."""
 
 
 def _ts(ms: int | None) -> int | None:
