@@ -49,7 +49,16 @@ from typing import Iterable, Iterator, NamedTuple
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.control import ControlType, decode_control_key
 from kafkatool.record.records import batch_record_chunks
-from kafkatool.segment.logdir import BadRegion, Partition, batches_and_regions, expand, iter_partitions, open_log
+from kafkatool.segment.logdir import (
+    BadRegion,
+    Partition,
+    batches_and_regions,
+    best_copy,
+    expand,
+    iter_partitions,
+    log_end_offset,
+    open_log,
+)
 from kafkatool.stats import Problem
 
 __all__ = [
@@ -275,33 +284,6 @@ def offsets_partition_of(group_id: str, partitions: int = DEFAULT_OFFSETS_PARTIT
 
 
 
-def log_end_offset(partition: Partition) -> int | None:
-    """The partition's log end offset: the next offset after its last batch (the last segment
-    holding one), the last segment's base offset when no segment holds one; None without
-    segments. Each segment is walked from its last ``.index`` entry (checked to start a whole
-    batch; from the start without one), damaged regions walked around as the replay does."""
-    segments = partition.segments()
-    for seg in reversed(segments):
-        last = None
-        f = open_log(seg.log_path)
-        try:
-            size = os.fstat(f.fileno()).st_size
-            for start in dict.fromkeys((seg.find_position(_LAST_OFFSET), 0)):
-                for item in batches_and_regions(seg, f.fileno(), start, size, size):
-                    if not isinstance(item, BadRegion):
-                        last = item[0]
-                if last is not None:
-                    break  # (nothing from the index entry on: the whole segment is walked)
-        finally:
-            f.close()
-        if last is not None:
-            return last.next_offset
-    return segments[-1].base_offset if segments else None
-
-
-_LAST_OFFSET = (1 << 63) - 1
-
-
 def data_partitions(paths: Iterable[str]) -> dict[tuple[str, int], list[Partition]]:
     """The live partition dirs under ``paths`` by ``(topic, partition)`` (every copy), listings only."""
     out: dict[tuple[str, int], list[Partition]] = {}
@@ -325,8 +307,12 @@ def add_log_ends(read: PartitionRead, partitions: dict[tuple[str, int], list[Par
         for o in (*g.offsets, *g.pending_offsets):
             key = (o.topic, o.partition)
             if key not in cache:
-                ends = [e for e in map(_log_end_or_none, partitions.get(key, ())) if e is not None]
-                cache[key] = max(ends) if ends else None
+                copies = partitions.get(key)
+                if copies:
+                    best, ends = best_copy(copies)
+                    cache[key] = ends[best]
+                else:
+                    cache[key] = None
             o.log_end_offset = cache[key]
 
 
@@ -366,18 +352,10 @@ def find_offsets_partitions(paths: Iterable[str], *, other_topics: bool = False)
         if len(copies) == 1:  # the replay finds its log end itself: no walk before it
             run.partitions.append((copies[0], []))
             continue
-        ends = [_log_end_or_none(p) for p in copies]
-        best = max(range(len(copies)), key=lambda i: (-1 if ends[i] is None else ends[i], -i))
+        best, ends = best_copy(copies)
         others = [Replica(p.path, ends[i]) for i, p in enumerate(copies) if i != best]
         run.partitions.append((copies[best], others))
     return run
-
-
-def _log_end_or_none(p: Partition) -> int | None:
-    try:
-        return log_end_offset(p)
-    except (KafkaToolError, OSError):
-        return None
 
 
 def _is_below(path: str, top: str) -> bool:

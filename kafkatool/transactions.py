@@ -43,8 +43,7 @@ from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import Batch
 from kafkatool.record.control import ControlType, decode_control_key, decode_end_txn_marker
 from kafkatool.record.layout import CONTROL_BIT, DELETE_HORIZON_BIT, TIMESTAMP_TYPE_BIT, TRANSACTIONAL_BIT
-from kafkatool.segment.logdir import BadRegion, FileKind, Partition, Segment, batches_and_regions, open_log
-from kafkatool.segment.walk import WalkStop
+from kafkatool.segment.logdir import BadRegion, FileKind, Partition, Segment, batches_and_regions, best_copy, open_log
 from kafkatool.stats import Problem, listed_segments
 
 __all__ = [
@@ -676,29 +675,6 @@ def _end(last: Batch | None, segments: list[Segment]) -> int | None:
 # ----------------------------------------------------------------------------- replicas
 
 
-def _log_end(partition: Partition) -> int | None:
-    """The log end offset of a partition copy, from its last segment holding a batch (headers only)."""
-    try:
-        segments = partition.segments()
-    except KafkaToolError:
-        return None
-    for seg in reversed(segments):
-        reader = seg.batches()
-        last = None
-        try:
-            for b in reader:
-                last = b
-        except (KafkaToolError, OSError):
-            pass
-        finally:
-            reader.close()
-        if last is not None:
-            return last.next_offset
-        if reader.stop is WalkStop.END and seg is segments[-1]:
-            return seg.base_offset
-    return None
-
-
 def choose_replicas(partitions: Iterable[Partition]
                     ) -> list[tuple[Partition, tuple[tuple[str, int | None], ...]]]:
     """One copy per live ``(topic, partition)``: the one with the highest log end offset (the
@@ -715,10 +691,8 @@ def choose_replicas(partitions: Iterable[Partition]
         if len(copies) == 1:
             out.append((copies[0], ()))
             continue
-        ends = [(_log_end(p), i, p) for i, p in enumerate(copies)]
-        best = max(ends, key=lambda t: (-1 if t[0] is None else t[0], -t[1]))
-        others = tuple((p.path, end) for end, _i, p in ends if p is not best[2])
-        out.append((best[2], others))
+        best, ends = best_copy(copies)
+        out.append((copies[best], tuple((p.path, ends[i]) for i, p in enumerate(copies) if i != best)))
     return out
 
 

@@ -26,7 +26,7 @@ import os
 import stat
 import struct
 from dataclasses import dataclass, field
-from typing import BinaryIO, Callable, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator, Sequence
 
 from kafkatool.errors import KafkaToolError
 from kafkatool.record.batch import Batch, Record
@@ -38,6 +38,7 @@ from kafkatool.segment.walk import DEFAULT_MAX_BATCH_BYTES, SegmentWalker, WalkS
 
 __all__ = [
     "BatchReader",
+    "best_copy",
     "DirectoryError",
     "PartitionReader",
     "Entry",
@@ -55,6 +56,7 @@ __all__ = [
     "holds_segment_files",
     "iter_records",
     "list_dir",
+    "log_end_offset",
     "open_log",
     "segments_of",
 ]
@@ -1201,6 +1203,47 @@ def expand(paths: Iterable[str], *, descend: Descend = descend_all) -> list[Targ
         else:
             out.append(Target(p, True, entry_type_of(mode)))
     return out
+
+
+_LAST_OFFSET = (1 << 63) - 1
+
+
+def log_end_offset(partition: Partition) -> int | None:
+    """The partition's log end offset: the next offset after its last batch (the last segment
+    holding one), the last segment's base offset when no segment holds one; None without
+    segments. Each segment is walked from its last ``.index`` entry (checked to start a whole
+    batch; from the start without one), damaged regions walked around as the replay does."""
+    segments = partition.segments()
+    for seg in reversed(segments):
+        last = None
+        f = open_log(seg.log_path)
+        try:
+            size = os.fstat(f.fileno()).st_size
+            for start in dict.fromkeys((seg.find_position(_LAST_OFFSET), 0)):
+                for item in batches_and_regions(seg, f.fileno(), start, size, size):
+                    if not isinstance(item, BadRegion):
+                        last = item[0]
+                if last is not None:
+                    break  # (nothing from the index entry on: the whole segment is walked)
+        finally:
+            f.close()
+        if last is not None:
+            return last.next_offset
+    return segments[-1].base_offset if segments else None
+
+
+def best_copy(copies: Sequence[Partition]) -> tuple[int, list[int | None]]:
+    """Of several copies of one partition (replicas from several brokers' log dirs): the index of
+    the one with the highest :func:`log_end_offset` (the first on a tie; one that cannot be read
+    counts as the lowest), and each copy's log end offset (None: no segment, or unreadable)."""
+    ends: list[int | None] = []
+    for p in copies:
+        try:
+            ends.append(log_end_offset(p))
+        except (KafkaToolError, OSError):
+            ends.append(None)
+    best = max(range(len(copies)), key=lambda i: (-1 if ends[i] is None else ends[i], -i))
+    return best, ends
 
 
 def iter_partitions(targets: Iterable[Target]) -> Iterator[Partition]:
