@@ -58,25 +58,17 @@ class Decoded(NamedTuple):
     """kafka-dump-log would have stopped with an exception (exit 1) at this record."""
 
 
-#: The decoders, in kafka-dump-log's precedence order (spec §15.1): name -> module.
-NAMES: dict[str, str] = {
-    "offsets": "offsets",
-    "transaction-log": "txnlog",
-    "cluster-metadata": "metadata",
-    "remote-log-metadata": "remote",
-    "share-group-state": "offsets",
-}
-
-_FUNCTIONS = {
-    "offsets": "decode_offsets",
-    "transaction-log": "decode",
-    "cluster-metadata": "decode",
-    "remote-log-metadata": "decode",
-    "share-group-state": "decode_share_group_state",
+#: The decoders, in kafka-dump-log's precedence order (spec §15.1): name -> (module, function).
+NAMES: dict[str, tuple[str, str]] = {
+    "offsets": ("offsets", "decode_offsets"),
+    "transaction-log": ("txnlog", "decode"),
+    "cluster-metadata": ("metadata", "decode"),
+    "remote-log-metadata": ("remote", "decode"),
+    "share-group-state": ("offsets", "decode_share_group_state"),
 }
 
 
 def decoder(name: str) -> Callable[[bytes | None, bytes | None, int], Decoded]:
     """The decode function of a decoder in :data:`NAMES` (its module is imported on first use)."""
-    module = importlib.import_module(f"{__name__}.{NAMES[name]}")
-    return getattr(module, _FUNCTIONS[name])
+    module, function = NAMES[name]
+    return getattr(importlib.import_module(f"{__name__}.{module}"), function)
